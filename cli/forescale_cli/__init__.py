@@ -1,0 +1,1 @@
+"""The `forescale` command: a thin dispatcher that imports each subcommand lazily."""

@@ -1,0 +1,1 @@
+"""Local stand-in for a Kubernetes cluster, used by tests and `forescale demo`."""

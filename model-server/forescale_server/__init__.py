@@ -1,0 +1,1 @@
+"""Forescale reference model server."""

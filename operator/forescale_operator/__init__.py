@@ -1,0 +1,1 @@
+"""Forescale operator: kopf registration, spec parsing, decision engine, routers, actuators."""

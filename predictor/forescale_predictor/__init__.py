@@ -1,0 +1,1 @@
+"""Forescale predictor: data loading, windowing, the LSTM forecaster, baselines and backtests."""

@@ -1,0 +1,1 @@
+"""Forescale replay simulator."""

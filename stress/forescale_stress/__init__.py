@@ -1,0 +1,1 @@
+"""`forescale stress`: step load tests with fault injection."""
