@@ -1,0 +1,58 @@
+"""Every Kubernetes event reason Forescale posts, in one place (DESIGN.md §2).
+
+Each event's message states the numbers behind it, for example
+`Shift 30% to chat-b: p99 412 ms > 2.0 x SLO 200 ms; b ready capacity 140 rps`.
+Events are posted on transitions, not on every tick.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Reason(str, Enum):
+    #: the Deployments, Services and route were created
+    POOLS_CREATED = "PoolsCreated"
+    #: a pool's desired replicas went up
+    SCALED_UP = "ScaledUp"
+    #: a pool's desired replicas went down (after the stabilization window)
+    SCALED_DOWN = "ScaledDown"
+    #: the forecast upper band crosses the trigger line within the horizon
+    FORECAST_SPIKE = "ForecastSpike"
+    #: the incident playbook started
+    EMERGENCY_STARTED = "EmergencyStarted"
+    #: route weights changed
+    TRAFFIC_SHIFTED = "TrafficShifted"
+    #: pool A's servers were asked to run int8
+    PRECISION_DOWNGRADED = "PrecisionDowngraded"
+    #: the servers' caches were warmed
+    CACHE_WARMED = "CacheWarmed"
+    #: the servers' log level was raised for a while
+    DEBUG_LOGGING_ENABLED = "DebugLoggingEnabled"
+    #: the incident scene (metrics window and decisions) was saved
+    SNAPSHOT_SAVED = "SnapshotSaved"
+    #: latency has stayed under the SLO for the stable period
+    RECOVERED = "Recovered"
+    #: one cut-back step moved traffic back to pool A
+    CUTBACK_STEP = "CutbackStep"
+    #: latency rose during the cut-back; back to the emergency split
+    CUTBACK_ABORTED = "CutbackAborted"
+    #: all traffic is back on pool A
+    CUTBACK_COMPLETED = "CutbackCompleted"
+    #: pool A's servers are back at their template precision
+    PRECISION_RESTORED = "PrecisionRestored"
+    #: Prometheus is unreachable or returned nothing; replicas are held
+    METRICS_UNAVAILABLE = "MetricsUnavailable"
+    #: the spec cannot be acted on
+    INVALID_SPEC = "InvalidSpec"
+
+
+#: reasons posted as Warning events; all others are Normal
+WARNING_REASONS = frozenset(
+    {Reason.EMERGENCY_STARTED, Reason.CUTBACK_ABORTED, Reason.METRICS_UNAVAILABLE, Reason.INVALID_SPEC, Reason.FORECAST_SPIKE}
+)
+
+
+def event_type(reason: Reason) -> str:
+    """`Warning` or `Normal`, as Kubernetes events spell it."""
+    return "Warning" if reason in WARNING_REASONS else "Normal"
