@@ -1,0 +1,91 @@
+"""What every baseline shares: vectorised point forecasts plus an empirical band.
+
+A baseline makes a point forecast for each origin. Its quantiles come from
+its own errors on the data it was fitted on: for each horizon step and
+feature, the q-quantile of `(truth - point) / level`, where `level` is the
+window level used by the LSTM (scaling.window_levels). Unfitted, the band
+collapses onto the point forecast.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from ..scaling import window_levels
+from ..windowing import input_windows, target_windows
+
+#: Steps that set a window's level for the band (same meaning as in the LSTM).
+LEVEL_STEPS = 4
+
+
+class Baseline(ABC):
+    """A forecaster over arrays: `values` [T, F] on a regular grid, `origins` indices into it."""
+
+    name: str = "baseline"
+
+    def __init__(self, *, step_seconds: float, horizon: int, quantiles: tuple[float, ...] = (0.5, 0.9)) -> None:
+        if horizon < 1:
+            raise ValueError(f"horizon must be >= 1 step, got {horizon}")
+        self.step_seconds = float(step_seconds)
+        self.horizon = int(horizon)
+        self.quantiles = tuple(quantiles)
+        self.residual_quantiles: np.ndarray | None = None  # [Q, H, F]
+
+    @property
+    def min_history(self) -> int:
+        """Samples needed up to and including an origin."""
+        return 1
+
+    @property
+    def label(self) -> str:
+        """How this baseline names itself in results."""
+        return self.name
+
+    def fit(self, values: np.ndarray, times: np.ndarray) -> "Baseline":
+        """Fit parameters and the band on a training part [T, F]."""
+        values = _as_2d(values)
+        self._fit_params(values, times)
+        self._fit_band(values, times)
+        return self
+
+    def predict_origins(self, values: np.ndarray, times: np.ndarray, at: np.ndarray) -> np.ndarray:
+        """Quantile forecasts [N, Q, H, F] for the origins `at` (each needs `min_history` samples)."""
+        values = _as_2d(values)
+        point = self._point(values, times, at)  # [N, H, F]
+        out = np.repeat(point[:, None], len(self.quantiles), axis=1)
+        if self.residual_quantiles is not None:
+            levels = window_levels(input_windows(values, at, min(LEVEL_STEPS, int(at.min()) + 1)), LEVEL_STEPS)
+            out = out + self.residual_quantiles[None] * levels[:, None, None, :]
+        return out
+
+    @abstractmethod
+    def _point(self, values: np.ndarray, times: np.ndarray, at: np.ndarray) -> np.ndarray:
+        """Point forecasts [N, H, F]."""
+
+    def _fit_params(self, values: np.ndarray, times: np.ndarray) -> None:
+        """Fit whatever the baseline learns; most learn nothing."""
+
+    def _fit_band(self, values: np.ndarray, times: np.ndarray) -> None:
+        first = max(self.min_history - 1, LEVEL_STEPS - 1)
+        at = np.arange(first, len(values) - self.horizon)
+        if at.size < 8:
+            return
+        point = self._point(values, times, at)
+        truth = target_windows(values, at, self.horizon)
+        levels = window_levels(input_windows(values, at, LEVEL_STEPS), LEVEL_STEPS)
+        rel = (truth - point) / levels[:, None, :]
+        ok = np.isfinite(rel).all(axis=(1, 2))
+        if ok.sum() < 8:
+            return
+        self.residual_quantiles = np.quantile(rel[ok], self.quantiles, axis=0)
+        median = self.quantiles.index(0.5) if 0.5 in self.quantiles else None
+        if median is not None:
+            # the point forecast is the baseline's median by definition
+            self.residual_quantiles = self.residual_quantiles - self.residual_quantiles[median : median + 1]
+
+
+def _as_2d(values: np.ndarray) -> np.ndarray:
+    values = np.asarray(values, dtype=np.float64)
+    return values[:, None] if values.ndim == 1 else values

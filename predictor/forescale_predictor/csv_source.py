@@ -1,0 +1,99 @@
+"""Load a time series from a CSV file (DESIGN.md §6).
+
+The time column and the value column are found case-insensitively
+(`timestamp`, `time`, ... and `value`) unless named, so the files under
+`../shared/traces/` load as they are. Rows must be in time order with no
+repeated timestamp; anything else is a SeriesError naming the row, because
+silently sorting would hide a broken export.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import SeriesError
+from .timeparse import parse_times
+
+TIME_COLUMNS = ("timestamp", "time", "ts", "datetime", "date")
+VALUE_COLUMNS = ("value", "y", "rate", "latency_ms")
+
+
+@dataclass(frozen=True)
+class RawSeries:
+    """Irregular samples of one value: epoch seconds and values (NaN = missing)."""
+
+    name: str
+    times: np.ndarray
+    values: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+
+def find_column(header: list[str], wanted: str | None, candidates: tuple[str, ...], role: str) -> int:
+    """Index of the column for `role`: the named one, else the first candidate present."""
+    lowered = [h.strip().strip('"').lower() for h in header]
+    names = (wanted,) if wanted else candidates
+    for name in names:
+        if name and name.lower() in lowered:
+            return lowered.index(name.lower())
+    shown = ", ".join(h.strip() for h in header)
+    hint = f"column {wanted!r}" if wanted else f"a {role} column ({' / '.join(candidates)})"
+    raise SeriesError(f"no {hint} in header [{shown}]; name it with --{role}-column")
+
+
+def load_csv(path: str | Path, *, time_column: str | None = None, value_column: str | None = None) -> RawSeries:
+    """Read one series from a CSV file; see the module docstring for the rules."""
+    path = Path(path)
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            rows = list(csv.reader(handle))
+    except OSError as exc:
+        raise SeriesError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SeriesError(f"{path} is not a UTF-8 text CSV file") from None
+    rows = [r for r in rows if any(cell.strip() for cell in r)]
+    if not rows:
+        raise SeriesError(f"{path} is empty")
+    header, body = rows[0], rows[1:]
+    t_idx = find_column(header, time_column, TIME_COLUMNS, "time")
+    v_idx = find_column(header, value_column, VALUE_COLUMNS, "value")
+    if not body:
+        raise SeriesError(f"{path} has a header but no rows")
+    width = max(t_idx, v_idx) + 1
+    for i, row in enumerate(body):
+        if len(row) < width:
+            raise SeriesError(f"{path}: row {i + 2} has {len(row)} fields, expected at least {width}")
+    times = parse_times([r[t_idx] for r in body], column=header[t_idx])
+    values = np.array([_number(r[v_idx]) for r in body], dtype=np.float64)
+    check_order(times, source=str(path))
+    return RawSeries(name=str(path), times=times, values=values)
+
+
+def check_order(times: np.ndarray, *, source: str) -> None:
+    """Raise SeriesError at the first repeated or backwards timestamp (row numbers count the header)."""
+    if len(times) < 2:
+        return
+    diffs = np.diff(times)
+    bad = np.flatnonzero(diffs <= 0)
+    if bad.size:
+        i = int(bad[0])
+        kind = "repeats" if diffs[i] == 0 else "goes back in time from"
+        raise SeriesError(
+            f"{source}: timestamp on row {i + 3} {kind} the one on row {i + 2}; "
+            "timestamps must be strictly increasing"
+        )
+
+
+def _number(cell: str) -> float:
+    text = cell.strip().strip('"')
+    if not text or text.lower() in ("nan", "null", "none", "na"):
+        return float("nan")
+    try:
+        return float(text)
+    except ValueError:
+        return float("nan")

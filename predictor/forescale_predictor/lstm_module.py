@@ -1,0 +1,71 @@
+"""The forecaster network: an LSTM with a linear autoregressive skip.
+
+Input: [batch, lookback, inputs] (standardised relative values, plus time of
+day when the model uses it). Output: [batch, quantiles, horizon, targets] in
+standardised target units (the change from the last value; see scaling.py).
+
+- The LSTM's last hidden state feeds a linear head for every horizon step,
+  target and quantile at once (multi-step, multivariate).
+- A linear skip from the last `ar_steps` inputs of each target adds a plain
+  autoregressive term; the network then only learns what a linear model on
+  lags cannot, which makes it hard to do worse than that baseline.
+- Quantiles cannot cross: the lowest is produced directly, each higher one
+  adds a softplus increment.
+- The output layers start at zero, so an untrained model forecasts the last
+  value, and training moves away from it only when that lowers the loss.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class LSTMForecastNet(nn.Module):
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        inputs: int,
+        targets: int,
+        horizon: int,
+        quantiles: int,
+        hidden: int = 32,
+        layers: int = 1,
+        ar_steps: int = 8,
+        target_index: tuple[int, ...] | None = None,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        self.inputs, self.targets, self.horizon, self.n_quantiles = inputs, targets, horizon, quantiles
+        self.ar_steps = ar_steps
+        index = list(target_index if target_index is not None else range(targets))
+        self.register_buffer("target_index", torch.tensor(index, dtype=torch.long), persistent=False)
+        self.lstm = nn.LSTM(inputs, hidden, num_layers=layers, batch_first=True, dropout=dropout if layers > 1 else 0.0)
+        out = quantiles * horizon * targets
+        self.head = nn.Linear(hidden, out)
+        self.skip = nn.Linear(ar_steps * targets, horizon * targets)
+        for layer in (self.head, self.skip):
+            nn.init.zeros_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, L, inputs] -> [B, Q, H, targets]."""
+        batch = x.shape[0]
+        seq, _ = self.lstm(x)
+        raw = self.head(seq[:, -1, :]).view(batch, self.n_quantiles, self.horizon, self.targets)
+        lags = x[:, -self.ar_steps :, :].index_select(2, self.target_index).reshape(batch, -1)
+        ar = self.skip(lags).view(batch, 1, self.horizon, self.targets)
+        base = raw[:, :1] + ar
+        if self.n_quantiles == 1:
+            return base
+        steps = nn.functional.softplus(raw[:, 1:])
+        return torch.cat([base, base + torch.cumsum(steps, dim=1)], dim=1)
+
+
+def pinball_loss(pred: torch.Tensor, target: torch.Tensor, quantiles: torch.Tensor) -> torch.Tensor:
+    """Mean pinball (quantile) loss; pred [B, Q, H, T], target [B, H, T], quantiles [Q]."""
+    diff = target.unsqueeze(1) - pred
+    q = quantiles.view(1, -1, 1, 1)
+    return torch.maximum(q * diff, (q - 1) * diff).mean()

@@ -1,0 +1,69 @@
+"""What a trained forecaster model is: its shape and its data contract."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .forecast_types import LATENCY_MS, RATE
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything needed to rebuild the network and feed it.
+
+    `features` are read from a History, in this order; `targets` (a subset of
+    `features`) are forecast. `lookback` and `horizon` count steps of
+    `step_seconds`. `level_steps` is how many recent steps set a window's
+    level (see scaling.py). `time_features` adds the time of day as two
+    inputs (sin, cos): useful on series that span days.
+    """
+
+    features: tuple[str, ...] = (LATENCY_MS, RATE)
+    targets: tuple[str, ...] = (LATENCY_MS, RATE)
+    step_seconds: float = 15.0
+    lookback: int = 32
+    horizon: int = 12
+    quantiles: tuple[float, ...] = (0.1, 0.5, 0.9)
+    hidden: int = 32
+    layers: int = 1
+    ar_steps: int = 8
+    level_steps: int = 4
+    time_features: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        missing = [t for t in self.targets if t not in self.features]
+        if missing:
+            raise ValueError(f"targets {missing} are not among the features {list(self.features)}")
+        if 0.5 not in self.quantiles:
+            raise ValueError(f"quantiles must include the median 0.5, got {self.quantiles}")
+        if any(not 0 < q < 1 for q in self.quantiles) or list(self.quantiles) != sorted(set(self.quantiles)):
+            raise ValueError(f"quantiles must be distinct, ascending and in (0, 1), got {self.quantiles}")
+        if self.ar_steps > self.lookback or self.level_steps > self.lookback:
+            raise ValueError("ar_steps and level_steps cannot exceed lookback")
+
+    @property
+    def horizon_seconds(self) -> float:
+        return self.horizon * self.step_seconds
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self.features) + (2 if self.time_features else 0)
+
+    @property
+    def target_index(self) -> tuple[int, ...]:
+        return tuple(self.features.index(t) for t in self.targets)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["features"], data["targets"], data["quantiles"] = list(self.features), list(self.targets), list(self.quantiles)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ModelConfig":
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        for key in ("features", "targets", "quantiles"):
+            if key in known:
+                known[key] = tuple(known[key])
+        return cls(**known)

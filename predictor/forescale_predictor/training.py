@@ -1,0 +1,221 @@
+"""Training loop: windows in, a TrainedModel out.
+
+- Each series (segment) is split by time: the last `valid_fraction` of its
+  grid is validation, and no validation value reaches a training window or
+  the scalers (see windowing.time_split).
+- The loss is the pinball loss over all quantiles, horizon steps and targets.
+- Early stopping keeps the weights of the best validation epoch.
+- Seeds are fixed, torch's threads limited, progress drawn by rich on stderr.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from .errors import TrainingError
+from .model_config import ModelConfig
+from .scaling import Standardiser, relative_inputs, relative_targets, window_levels
+from .trained_model import TrainedModel, build_net
+from .windowing import WindowSpec, complete, input_windows, origins, target_windows
+from .lstm_module import pinball_loss
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """Knobs of one training run; the defaults suit a 2-core machine."""
+
+    max_epochs: int = 30
+    patience: int = 4
+    batch_size: int = 256
+    learning_rate: float = 3e-3
+    weight_decay: float = 1e-4
+    valid_fraction: float = 0.15
+    windows_per_epoch: int = 8192
+    seed: int = 0
+    threads: int = 0  # 0: min(2, cpu count)
+    progress: bool = True
+    time_budget_seconds: float = 0.0  # 0: no limit besides max_epochs
+
+
+@dataclass
+class Segment:
+    """One series on the model's grid: times [T] and values [T, F] in feature order."""
+
+    times: np.ndarray
+    values: np.ndarray
+    name: str = ""
+
+
+@dataclass
+class WindowSet:
+    """Raw windows, targets and the times of their origins."""
+
+    inputs: np.ndarray  # [N, L, F]
+    targets: np.ndarray  # [N, H, T]
+    last_times: np.ndarray  # [N]
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+
+def build_windows(segments: Sequence[Segment], config: ModelConfig, valid_fraction: float) -> tuple[WindowSet, WindowSet]:
+    """Training and validation windows from every segment, split by time within each."""
+    spec = WindowSpec(config.lookback, config.horizon)
+    idx = list(config.target_index)
+    parts: dict[str, list] = {"train": [], "valid": []}
+    for seg in segments:
+        values = np.asarray(seg.values, dtype=np.float64)
+        n = len(values)
+        cut = int(n * (1 - valid_fraction)) if valid_fraction > 0 else n
+        split = {"train": origins(n, spec, last=cut), "valid": origins(n, spec, first=cut) if valid_fraction > 0 else np.empty(0, np.int64)}
+        for key, at in split.items():
+            at = complete(values, at, spec)
+            if at.size:
+                parts[key].append((input_windows(values, at, spec.lookback), target_windows(values, at, spec.horizon)[:, :, idx], seg.times[at]))
+    def stack(items: list) -> WindowSet:
+        if not items:
+            shape_in = (0, config.lookback, len(config.features))
+            return WindowSet(np.empty(shape_in), np.empty((0, config.horizon, len(idx))), np.empty(0))
+        return WindowSet(*(np.concatenate([it[k] for it in items]) for k in range(3)))
+    return stack(parts["train"]), stack(parts["valid"])
+
+
+def train(segments: Sequence[Segment], config: ModelConfig, options: TrainOptions = TrainOptions()) -> TrainedModel:
+    """Train a model on `segments`; raises TrainingError when they hold too few complete windows."""
+    _limit_threads(options)
+    torch.manual_seed(options.seed)
+    rng = np.random.default_rng(options.seed)
+    train_set, valid_set = build_windows(segments, config, options.valid_fraction)
+    if len(train_set) < 16:
+        raise TrainingError(
+            f"only {len(train_set)} complete training windows of {config.lookback}+{config.horizon} steps; "
+            "give a longer series or a shorter --lookback"
+        )
+    idx = list(config.target_index)
+    levels = window_levels(train_set.inputs, config.level_steps)
+    input_scaler = Standardiser.fit(relative_inputs(train_set.inputs, levels))
+    target_scaler = Standardiser.fit(relative_targets(train_set.inputs[:, :, idx], train_set.targets, levels[:, idx]))
+    net = build_net(config)
+    model = TrainedModel(config, net, input_scaler, target_scaler, shrink=np.ones(len(config.targets)))
+    x_train, y_train = _tensors(model, train_set)
+    x_valid, y_valid = _tensors(model, valid_set) if len(valid_set) else (None, None)
+    quantiles = torch.tensor(config.quantiles, dtype=torch.float32)
+    optimiser = torch.optim.AdamW(net.parameters(), lr=options.learning_rate, weight_decay=options.weight_decay)
+    best = (math.inf, {k: v.clone() for k, v in net.state_dict().items()}, 0)
+    history: list[dict[str, float]] = []
+    started = time.monotonic()
+    with _progress(options) as bar:
+        task = bar.add_task("training", total=options.max_epochs) if bar else None
+        for epoch in range(1, options.max_epochs + 1):
+            net.train()
+            order = rng.permutation(len(x_train))[: options.windows_per_epoch]
+            losses = []
+            for start in range(0, len(order), options.batch_size):
+                batch = torch.from_numpy(order[start : start + options.batch_size])
+                optimiser.zero_grad()
+                loss = pinball_loss(net(x_train[batch]), y_train[batch], quantiles)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+                optimiser.step()
+                losses.append(float(loss))
+            train_loss = float(np.mean(losses))
+            valid_loss = _evaluate(net, x_valid, y_valid, quantiles) if x_valid is not None else train_loss
+            history.append({"epoch": epoch, "train_loss": train_loss, "valid_loss": valid_loss})
+            if valid_loss < best[0] - 1e-6:
+                best = (valid_loss, {k: v.clone() for k, v in net.state_dict().items()}, epoch)
+            if bar is not None:
+                bar.update(task, advance=1, description=f"epoch {epoch} train {train_loss:.4f} valid {valid_loss:.4f}")
+            if epoch - best[2] >= options.patience:
+                break
+            if options.time_budget_seconds and time.monotonic() - started > options.time_budget_seconds:
+                break
+    net.load_state_dict(best[1])
+    model.shrink = _fit_shrink(model, valid_set) if len(valid_set) >= 8 else np.ones(len(config.targets))
+    model.metadata.update(
+        {
+            "epochs": len(history),
+            "best_epoch": best[2],
+            "train_windows": len(train_set),
+            "valid_windows": len(valid_set),
+            "train_seconds": round(time.monotonic() - started, 2),
+            "validation": _validation_metrics(model, valid_set) if len(valid_set) else {},
+            "loss_history": history,
+        }
+    )
+    return model
+
+
+def _tensors(model: TrainedModel, windows: WindowSet) -> tuple[torch.Tensor, torch.Tensor]:
+    config = model.config
+    x, levels = model.prepare(windows.inputs, windows.last_times)
+    idx = list(config.target_index)
+    y = model.target_scaler.transform(relative_targets(windows.inputs[:, :, idx], windows.targets, levels[:, idx]))
+    return x, torch.from_numpy(y.astype(np.float32))
+
+
+def _evaluate(net, x: torch.Tensor, y: torch.Tensor, quantiles: torch.Tensor) -> float:
+    net.eval()
+    with torch.inference_mode():
+        total = 0.0
+        for start in range(0, len(x), 4096):
+            total += float(pinball_loss(net(x[start : start + 4096]), y[start : start + 4096], quantiles)) * len(x[start : start + 4096])
+    return total / len(x)
+
+
+def _fit_shrink(model: TrainedModel, valid: WindowSet) -> np.ndarray:
+    """Per target, the factor in [0, 1] on the median's change that minimises validation MAE."""
+    model.shrink = np.ones(len(model.config.targets))
+    pred = model.predict_windows(valid.inputs, valid.last_times)
+    median = pred[:, model.config.quantiles.index(0.5)]  # [N, H, T]
+    idx = list(model.config.target_index)
+    last = valid.inputs[:, -1, idx][:, None, :]
+    grid = np.linspace(0.0, 1.0, 21)
+    errors = np.stack([np.abs(last + a * (median - last) - valid.targets).mean(axis=(0, 1)) for a in grid])
+    return grid[np.argmin(errors, axis=0)]
+
+
+def _validation_metrics(model: TrainedModel, valid: WindowSet) -> dict[str, float]:
+    pred = model.predict_windows(valid.inputs, valid.last_times)
+    qs = model.config.quantiles
+    median, low, high = pred[:, qs.index(0.5), -1], pred[:, 0, -1], pred[:, -1, -1]
+    truth = valid.targets[:, -1]
+    last = valid.inputs[:, -1, list(model.config.target_index)]
+    out: dict[str, float] = {}
+    for t, name in enumerate(model.config.targets):
+        out[f"{name}_mae"] = float(np.abs(median[:, t] - truth[:, t]).mean())
+        out[f"{name}_mae_last_value"] = float(np.abs(last[:, t] - truth[:, t]).mean())
+        lower = low[:, t] if len(qs) > 2 or qs[0] < 0.5 else np.full(len(truth), -np.inf)
+        out[f"{name}_band_coverage"] = float(((truth[:, t] >= lower) & (truth[:, t] <= high[:, t])).mean())
+    out["shrink"] = [float(s) for s in model.shrink]  # type: ignore[assignment]
+    return out
+
+
+def _limit_threads(options: TrainOptions) -> None:
+    threads = options.threads or min(2, os.cpu_count() or 1)
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
+class _NoBar:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _progress(options: TrainOptions):
+    if not options.progress:
+        return _NoBar()
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=Console(stderr=True), transient=False)
+
