@@ -1,0 +1,74 @@
+{{/* Chart name, overridable. */}}
+{{- define "forescale.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Full name: <release>-<chart>, or the release name when it already holds the chart name. */}}
+{{- define "forescale.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Common labels (app.kubernetes.io/*). */}}
+{{- define "forescale.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "forescale.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: forescale
+{{- end }}
+
+{{/* Selector labels: stable across upgrades. */}}
+{{- define "forescale.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "forescale.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end }}
+
+{{/* ServiceAccount name. */}}
+{{- define "forescale.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "forescale.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* Image reference: the digest wins over the tag; the tag defaults to appVersion. */}}
+{{- define "forescale.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* True ("true") when the operator watches every namespace. */}}
+{{- define "forescale.clusterWide" -}}
+{{- if not .Values.operator.namespaces }}true{{- end }}
+{{- end }}
+
+{{/* Settings that cannot be expressed in values.schema.json; fail with a clear message. */}}
+{{- define "forescale.validate" -}}
+{{- if and (gt (int .Values.operator.replicas) 1) (not .Values.operator.peering.enabled) }}
+{{- fail (printf "operator.replicas is %d but operator.peering.enabled is false: several replicas without kopf peering would all act at once; enable peering or set replicas to 1" (int .Values.operator.replicas)) }}
+{{- end }}
+{{- if eq (int .Values.operator.metricsPort) (int .Values.operator.healthPort) }}
+{{- fail (printf "operator.metricsPort and operator.healthPort are both %d: they must differ" (int .Values.operator.metricsPort)) }}
+{{- end }}
+{{- end }}
+
+{{/* A Prometheus duration such as 90s, 15m or 2h, in seconds (values.schema.json admits only these forms). */}}
+{{- define "forescale.seconds" -}}
+{{- $n := regexFind "^[0-9]+" . | int }}
+{{- $unit := regexFind "[smh]$" . }}
+{{- if eq $unit "h" }}{{ mul $n 3600 }}{{ else if eq $unit "m" }}{{ mul $n 60 }}{{ else }}{{ $n }}{{ end }}
+{{- end }}
