@@ -65,5 +65,10 @@ bench: venv system-deps tools
 demo: venv system-deps
 	$(VENV)/bin/forescale demo
 
+# The chart's CRD templates are generated from crds/ (one source of truth);
+# tests/chart fails on drift.
+crds-chart: venv
+	$(PY) devtools/gen_chart_crds.py
+
 clean:
 	rm -rf $(VENV) $(BIN) .cache .pytest_cache
