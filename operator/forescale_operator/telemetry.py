@@ -1,0 +1,98 @@
+"""The operator's own Prometheus metrics: forecast per resource and horizon step,
+desired and ready replicas, weights, phase, decision time and forecast error.
+
+The chart's dashboard and alert rules query exactly these names
+(charts/forescale/files/); renaming one breaks them, and tests/chart checks
+the expressions parse. Pure prometheus_client: no kopf, no kubernetes.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from prometheus_client import CollectorRegistry, Gauge, Histogram
+
+from forescale_operator.phase import Phase
+
+PHASES = tuple(p.value for p in Phase)
+_RESOURCE = ("namespace", "name")
+
+
+class OperatorMetrics:
+    """One set of series per InferenceDeployment; `forget` drops a deleted one's series."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry if registry is not None else CollectorRegistry()
+        r = self.registry
+        self.phase = Gauge("forescale_operator_phase", "1 for the resource's current phase, 0 otherwise", _RESOURCE + ("phase",), registry=r)
+        self.phase_since = Gauge("forescale_operator_phase_since_seconds", "Unix time the current phase began", _RESOURCE, registry=r)
+        self.forecast_latency = Gauge("forescale_operator_forecast_latency_ms", "Forecast SLO-quantile latency per horizon step and forecast quantile", _RESOURCE + ("quantile", "step"), registry=r)
+        self.forecast_rate = Gauge("forescale_operator_forecast_rate_rps", "Forecast request rate per horizon step and forecast quantile", _RESOURCE + ("quantile", "step"), registry=r)
+        self.forecast_peak_latency = Gauge("forescale_operator_forecast_peak_latency_ms", "Peak of the upper latency band over the horizon", _RESOURCE, registry=r)
+        self.forecast_peak_rate = Gauge("forescale_operator_forecast_peak_rate_rps", "Peak of the upper rate band over the horizon", _RESOURCE, registry=r)
+        self.observed_latency = Gauge("forescale_operator_observed_latency_ms", "Observed SLO-quantile latency over both pools", _RESOURCE, registry=r)
+        self.observed_rate = Gauge("forescale_operator_observed_rate_rps", "Observed request rate over both pools", _RESOURCE, registry=r)
+        self.slo_target = Gauge("forescale_operator_slo_target_ms", "The resource's latency SLO target", _RESOURCE, registry=r)
+        self.desired = Gauge("forescale_operator_desired_replicas", "Desired replicas per pool", _RESOURCE + ("pool",), registry=r)
+        self.ready = Gauge("forescale_operator_ready_replicas", "Ready replicas per pool", _RESOURCE + ("pool",), registry=r)
+        self.weight = Gauge("forescale_operator_weight_percent", "Traffic weight per pool, percent", _RESOURCE + ("pool",), registry=r)
+        self.forecast_error = Gauge("forescale_operator_forecast_error_ms", "Recent absolute error of the median latency forecast", _RESOURCE, registry=r)
+        self.metrics_available = Gauge("forescale_operator_metrics_available", "1 when the resource's metrics could be read", _RESOURCE, registry=r)
+        self.cutback_step = Gauge("forescale_operator_cutback_step", "Current cut-back step (0 outside a cut-back)", _RESOURCE, registry=r)
+        self.decision_duration = Histogram(
+            "forescale_operator_decision_duration_seconds",
+            "Forecast plus engine time per resource per tick",
+            buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+            registry=r,
+        )
+        self._series: dict[tuple[str, str], set[tuple[Gauge, tuple[str, ...]]]] = {}
+
+    def _set(self, gauge: Gauge, labels: tuple[str, ...], value: float) -> None:
+        gauge.labels(*labels).set(value)
+        self._series.setdefault(labels[:2], set()).add((gauge, labels))
+
+    def record_phase(self, namespace: str, name: str, phase: str, since: float | None = None) -> None:
+        for p in PHASES:
+            self._set(self.phase, (namespace, name, p), 1.0 if p == phase else 0.0)
+        if since is not None:
+            self._set(self.phase_since, (namespace, name), since)
+
+    def record_pools(self, namespace: str, name: str, desired: Mapping[str, int], ready: Mapping[str, int], weights: Mapping[str, int]) -> None:
+        for pool in ("a", "b"):
+            self._set(self.desired, (namespace, name, pool), desired.get(pool, 0))
+            self._set(self.ready, (namespace, name, pool), ready.get(pool, 0))
+            self._set(self.weight, (namespace, name, pool), weights.get(pool, 0))
+
+    def record_forecast(self, namespace: str, name: str, latency_ms: Mapping[float, "object"], rate: Mapping[float, "object"],
+                        peak_latency_ms: float, peak_rate: float) -> None:
+        for gauge, bands in ((self.forecast_latency, latency_ms), (self.forecast_rate, rate)):
+            for q, values in bands.items():
+                for i, v in enumerate(values, start=1):
+                    self._set(gauge, (namespace, name, f"{q:g}", str(i)), float(v))
+        self._set(self.forecast_peak_latency, (namespace, name), peak_latency_ms)
+        self._set(self.forecast_peak_rate, (namespace, name), peak_rate)
+
+    def record_observed(self, namespace: str, name: str, latency_ms: float | None, rate_rps: float | None, slo_ms: float, available: bool) -> None:
+        if latency_ms is not None:
+            self._set(self.observed_latency, (namespace, name), latency_ms)
+        if rate_rps is not None:
+            self._set(self.observed_rate, (namespace, name), rate_rps)
+        self._set(self.slo_target, (namespace, name), slo_ms)
+        self._set(self.metrics_available, (namespace, name), 1.0 if available else 0.0)
+
+    def record_forecast_error(self, namespace: str, name: str, error_ms: float) -> None:
+        self._set(self.forecast_error, (namespace, name), error_ms)
+
+    def record_cutback_step(self, namespace: str, name: str, step: int) -> None:
+        self._set(self.cutback_step, (namespace, name), step)
+
+    def observe_decision_seconds(self, seconds: float) -> None:
+        self.decision_duration.observe(seconds)
+
+    def forget(self, namespace: str, name: str) -> None:
+        """Drop every series of a deleted resource, so dashboards do not show ghosts."""
+        for gauge, labels in self._series.pop((namespace, name), set()):
+            try:
+                gauge.remove(*labels)
+            except KeyError:
+                pass

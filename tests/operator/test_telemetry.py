@@ -1,0 +1,53 @@
+"""The operator's metrics carry the names the chart's dashboard and alerts query."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from prometheus_client import generate_latest
+
+from forescale_operator.telemetry import OperatorMetrics
+
+
+def _exposition(metrics: OperatorMetrics) -> str:
+    return generate_latest(metrics.registry).decode()
+
+
+def test_phase_is_one_hot():
+    m = OperatorMetrics()
+    m.record_phase("ml", "chat", "Emergency", since=1000.0)
+    text = _exposition(m)
+    assert 'forescale_operator_phase{name="chat",namespace="ml",phase="Emergency"} 1.0' in text
+    assert 'forescale_operator_phase{name="chat",namespace="ml",phase="Stable"} 0.0' in text
+    assert 'forescale_operator_phase_since_seconds{name="chat",namespace="ml"} 1000.0' in text
+
+
+@pytest.mark.parametrize(
+    "series",
+    [
+        'forescale_operator_forecast_latency_ms{name="chat",namespace="ml",quantile="0.9",step="3"} 130.0',
+        'forescale_operator_forecast_rate_rps{name="chat",namespace="ml",quantile="0.5",step="1"} 10.0',
+        'forescale_operator_forecast_peak_latency_ms{name="chat",namespace="ml"} 130.0',
+        'forescale_operator_weight_percent{name="chat",namespace="ml",pool="b"} 30.0',
+        'forescale_operator_desired_replicas{name="chat",namespace="ml",pool="a"} 4.0',
+        'forescale_operator_metrics_available{name="chat",namespace="ml"} 1.0',
+    ],
+)
+def test_recorded_series(series):
+    m = OperatorMetrics()
+    m.record_forecast("ml", "chat", {0.5: np.array([50, 60, 70]), 0.9: np.array([90, 110, 130])},
+                      {0.5: np.array([10, 11, 12]), 0.9: np.array([12, 13, 14])}, 130.0, 14.0)
+    m.record_pools("ml", "chat", {"a": 4, "b": 2}, {"a": 3, "b": 2}, {"a": 70, "b": 30})
+    m.record_observed("ml", "chat", 80.0, 11.0, 200.0, True)
+    assert series in _exposition(m)
+
+
+def test_forget_drops_every_series_of_the_resource():
+    m = OperatorMetrics()
+    m.record_phase("ml", "chat", "Stable")
+    m.record_pools("ml", "chat", {"a": 2, "b": 1}, {"a": 2, "b": 1}, {"a": 100, "b": 0})
+    m.record_phase("ml", "other", "Stable")
+    m.forget("ml", "chat")
+    text = _exposition(m)
+    assert 'name="chat"' not in text
+    assert 'name="other"' in text
