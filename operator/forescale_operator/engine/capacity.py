@@ -1,0 +1,91 @@
+"""Rule 1: learn each pool's per-pod capacity at the SLO, per precision.
+
+Each tick with traffic on a pool gives one sample: the rate per ready pod and
+the pool's latency.
+- Under the SLO, the pods sustained that rate: the estimate is raised to it at
+  once (a lower bound), and when latency is comfortably low the estimate relaxes
+  a little back up towards the highest rate ever sustained under the SLO (its
+  ceiling), so one incident does not shrink it for good.
+- Over the SLO, the pods could not: the latency curve bounds capacity by
+  `rate x target / latency` (never below `min_overload_factor x rate`, since a
+  saturated queue makes latency grow without bound), and the estimate moves
+  part of the way (`capacity_smoothing`) towards that bound.
+Before `min_capacity_samples` samples, the documented fallback is used: the
+same pool's estimate at another precision scaled by the precision speeds, else
+`fallback_capacity_rps` scaled from fp16; never below a rate already sustained.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .state import CapacityEstimate
+from .types import EngineParams, PoolObservation
+
+
+def key(pool: str, precision: str) -> str:
+    """The capacity map key, e.g. `a/fp16`."""
+    return f"{pool}/{precision}"
+
+
+def learn(
+    capacity: Mapping[str, CapacityEstimate],
+    pool: str,
+    precision: str,
+    obs: PoolObservation,
+    target_ms: float,
+    params: EngineParams,
+) -> dict[str, CapacityEstimate]:
+    """Fold one observation of `pool` running `precision` into the estimates.
+
+    Ticks without ready pods, rate or latency teach nothing and leave the map as is.
+    """
+    out = dict(capacity)
+    if not obs.ready_replicas or obs.rate_rps is None or obs.latency_ms is None or obs.rate_rps <= 0:
+        return out
+    per_pod = obs.rate_rps / obs.ready_replicas
+    k = key(pool, precision)
+    old = out.get(k, CapacityEstimate())
+    prior = capacity_for(capacity, pool, precision, params)
+    current = old.rps if old.rps is not None else prior
+    ceiling = old.ceiling
+    if obs.latency_ms <= target_ms:
+        rps = max(current, per_pod)
+        ceiling = max(ceiling, per_pod)
+        if obs.latency_ms <= params.relax_latency_ratio * target_ms:
+            # Only upwards, and only as far as a rate the pods have actually sustained.
+            rps += params.capacity_relax * max(0.0, ceiling - rps)
+    else:
+        bound = per_pod * max(params.min_overload_factor, target_ms / obs.latency_ms)
+        rps = current + params.capacity_smoothing * (min(current, bound) - current)
+    out[k] = CapacityEstimate(rps=rps, ceiling=ceiling, samples=old.samples + 1)
+    return out
+
+
+def capacity_for(
+    capacity: Mapping[str, CapacityEstimate],
+    pool: str,
+    precision: str,
+    params: EngineParams,
+) -> float:
+    """Per-pod capacity at the SLO of `pool` at `precision`, requests per second.
+
+    The learned estimate once it has `min_capacity_samples` samples; otherwise
+    the best-sampled estimate of the same pool at another precision, scaled by
+    the precision speeds; otherwise `fallback_capacity_rps` scaled from fp16.
+    """
+    own = capacity.get(key(pool, precision))
+    if own is not None and own.rps is not None and own.samples >= params.min_capacity_samples:
+        return own.rps
+    # A rate the pods already sustained under the SLO is a proven lower bound.
+    proven = own.ceiling if own is not None else 0.0
+    others = [
+        (est.samples, k.split("/", 1)[1], est.rps)
+        for k, est in capacity.items()
+        if k.startswith(f"{pool}/") and k != key(pool, precision) and est.rps is not None
+        and est.samples >= params.min_capacity_samples
+    ]
+    if others:
+        _, other_precision, rps = max(others)
+        return max(proven, rps * params.speed(precision) / params.speed(other_precision))
+    return max(proven, params.fallback_capacity_rps * params.speed(precision) / params.speed("fp16"))

@@ -1,0 +1,181 @@
+"""Rule 3's playbook: what the engine does when an incident starts, and while it lasts.
+
+In order: shift `emergencyWeightPercent` to pool B (never more than B's ready
+capacity can take, never to B when its agreement is under `minAgreement`);
+downgrade pool A to int8 (when `precisionFallback`, and unless A already
+reported int8 agreement under `minAgreement`); warm the caches (a precision
+switch empties A's); raise the log level for `debugLogSeconds`; save the
+incident scene.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from forescale_operator.reasons import Reason
+from forescale_operator.spec import InferenceSpec
+
+from .types import Action, ActionKind, EngineParams, Event, Observations
+
+DOWNGRADE_PRECISION = "int8"
+
+
+def total_rate(obs: Observations) -> float | None:
+    """The total request rate: the observed total, else the sum of the pools' rates."""
+    if obs.rate_rps is not None:
+        return obs.rate_rps
+    rates = [p.rate_rps for p in (obs.a, obs.b) if p.rate_rps is not None]
+    return sum(rates) if rates else None
+
+
+@dataclass(frozen=True)
+class ShiftLimit:
+    """How much of the traffic B may take now, and what limits it."""
+
+    percent: int
+    #: the gate that limits it below emergencyWeightPercent, with numbers; None when not limited
+    limited_by: str | None
+    #: B's ready capacity, requests per second
+    ready_capacity: float
+
+
+def shift_limit(spec: InferenceSpec, obs: Observations, cap_b: float, params: EngineParams) -> ShiftLimit:
+    """The share of traffic B can take now: the agreement gate, then the capacity gate."""
+    wanted = spec.traffic.emergency_weight_percent
+    ready_capacity = obs.b.ready_replicas * cap_b
+    min_agreement = spec.emergency.min_agreement
+    agreement = obs.b.agreement
+    if agreement is not None and agreement < min_agreement:
+        return ShiftLimit(0, f"b agreement {agreement:.3f} < minAgreement {min_agreement:g}", ready_capacity)
+    if agreement is None and params.require_agreement:
+        return ShiftLimit(0, "b agreement not reported", ready_capacity)
+    rate = total_rate(obs)
+    if rate is not None and rate > 0:
+        cap_percent = math.floor(100.0 * ready_capacity / rate + 1e-9)
+    else:
+        cap_percent = 100 if obs.b.ready_replicas > 0 else 0
+    if cap_percent < wanted:
+        return ShiftLimit(
+            max(0, cap_percent),
+            f"b ready capacity {ready_capacity:.0f} rps ({obs.b.ready_replicas} pods) takes {max(0, cap_percent)}% of {rate or 0:.0f} rps",
+            ready_capacity,
+        )
+    return ShiftLimit(wanted, None, ready_capacity)
+
+
+def shift_action(weight_b: int, message: str) -> Action:
+    """The route change to `100 - weight_b` / `weight_b`."""
+    return Action(ActionKind.SHIFT_TRAFFIC, None, {"weights": {"a": 100 - weight_b, "b": weight_b}}, message)
+
+
+@dataclass
+class PlaybookStart:
+    """What starting the playbook decided."""
+
+    weight_b: int
+    runtime_precision_a: str | None
+    actions: list[Action] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+
+def start(
+    spec: InferenceSpec,
+    obs: Observations,
+    trigger: str,
+    limit: ShiftLimit,
+    cap_a: tuple[float, float],
+    int8_rejected: bool,
+    now: float,
+    params: EngineParams,
+) -> PlaybookStart:
+    """The five playbook steps, in order, with one event each.
+
+    `cap_a` is A's per-pod capacity at its template precision and at int8.
+    """
+    a, b = params.pool_name("a"), params.pool_name("b")
+    result = PlaybookStart(weight_b=limit.percent, runtime_precision_a=None)
+    result.events.append(Event(Reason.EMERGENCY_STARTED, f"Start the incident playbook: {trigger}"))
+
+    # 1. Shift to B, within its gates.
+    wanted = spec.traffic.emergency_weight_percent
+    if limit.percent > 0:
+        capped = f" (capped from {wanted}%: {limit.limited_by})" if limit.limited_by else ""
+        msg = f"Shift {limit.percent}% to {b}: {trigger}; b ready capacity {limit.ready_capacity:.0f} rps{capped}"
+        result.actions.append(shift_action(limit.percent, msg))
+        result.events.append(Event(Reason.TRAFFIC_SHIFTED, msg))
+    elif wanted > 0:
+        result.events.append(Event(Reason.TRAFFIC_SHIFTED, f"Skip the shift to {b}, keep 0%: {limit.limited_by}"))
+
+    # 2. Downgrade A to int8; new A pods get it too (Decision.runtime_precision).
+    template = spec.a.precision
+    if spec.emergency.precision_fallback and template != DOWNGRADE_PRECISION and not int8_rejected:
+        msg = (
+            f"Downgrade {a} from {template} to {DOWNGRADE_PRECISION}: {trigger}; "
+            f"per-pod capacity {cap_a[0]:.0f} -> {cap_a[1]:.0f} rps"
+        )
+        result.actions.append(Action(ActionKind.DOWNGRADE_PRECISION, "a", {"precision": DOWNGRADE_PRECISION}, msg))
+        result.events.append(Event(Reason.PRECISION_DOWNGRADED, msg))
+        result.runtime_precision_a = DOWNGRADE_PRECISION
+
+    # 3. Warm caches: B is about to take traffic cold, and a precision switch empties A's cache.
+    if spec.emergency.cache_warmup:
+        msg = f"Warm the top {params.warm_top} recent inputs on {a} and {b}"
+        result.actions.append(Action(ActionKind.WARM_CACHE, None, {"top": params.warm_top, "pools": ["a", "b"]}, msg))
+        result.events.append(Event(Reason.CACHE_WARMED, msg))
+
+    # 4. Debug logging, bounded in time so that it cannot be forgotten on.
+    seconds = spec.emergency.debug_log_seconds
+    msg = f"Enable debug logging on {a} and {b} for {seconds} s"
+    result.actions.append(
+        Action(ActionKind.ENABLE_DEBUG_LOGGING, None, {"level": "DEBUG", "seconds": seconds, "pools": ["a", "b"]}, msg)
+    )
+    result.events.append(Event(Reason.DEBUG_LOGGING_ENABLED, msg))
+
+    # 5. The scene for the post-mortem.
+    window = params.snapshot_window_seconds
+    msg = f"Save the incident scene: the last {window:.0f} s of metrics and decisions ({trigger})"
+    result.actions.append(
+        Action(ActionKind.SAVE_SNAPSHOT, None, {"window_seconds": window, "started_at": now, "trigger": trigger}, msg)
+    )
+    result.events.append(Event(Reason.SNAPSHOT_SAVED, msg))
+    return result
+
+
+def readjust_shift(current_b: int, limit: ShiftLimit, params: EngineParams) -> tuple[int, Action | None, Event | None]:
+    """During the emergency: follow B's gates as its ready capacity or agreement changes."""
+    if limit.percent == current_b:
+        return current_b, None, None
+    b = params.pool_name("b")
+    why = limit.limited_by or f"b ready capacity {limit.ready_capacity:.0f} rps"
+    msg = f"Shift {limit.percent}% to {b} (was {current_b}%): {why}"
+    return limit.percent, shift_action(limit.percent, msg), Event(Reason.TRAFFIC_SHIFTED, msg)
+
+
+def precision_rejected(spec: InferenceSpec, obs: Observations, runtime_a: str | None, params: EngineParams) -> tuple[Action, Event] | None:
+    """A's servers run int8 but report agreement under minAgreement: undo the downgrade."""
+    agreement = obs.a.agreement
+    if runtime_a != DOWNGRADE_PRECISION or obs.a.precision != DOWNGRADE_PRECISION or agreement is None:
+        return None
+    if agreement >= spec.emergency.min_agreement:
+        return None
+    a = params.pool_name("a")
+    msg = (
+        f"Restore {a} from {DOWNGRADE_PRECISION} to {spec.a.precision}: int8 agreement {agreement:.3f} "
+        f"< minAgreement {spec.emergency.min_agreement:g}"
+    )
+    return Action(ActionKind.RESTORE_PRECISION, "a", {"precision": spec.a.precision}, msg), Event(Reason.PRECISION_RESTORED, msg)
+
+
+def apply_to_new_pods(obs: Observations, runtime_a: str | None, last_ready_a: int, params: EngineParams) -> Action | None:
+    """Keep the runtime precision on A pods that became ready since the last tick (or report another)."""
+    if runtime_a is None:
+        return None
+    grew = obs.a.ready_replicas > last_ready_a
+    drifted = obs.a.precision is not None and obs.a.precision != runtime_a
+    if not (grew or drifted):
+        return None
+    new = obs.a.ready_replicas - last_ready_a
+    why = f"{new} new ready pods" if grew else f"pods report {obs.a.precision}"
+    msg = f"Apply runtime precision {runtime_a} to {params.pool_name('a')}: {why}"
+    return Action(ActionKind.DOWNGRADE_PRECISION, "a", {"precision": runtime_a, "new_pods": max(new, 0)}, msg)
