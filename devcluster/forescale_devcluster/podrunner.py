@@ -153,13 +153,14 @@ class PodRunner:
     async def _loop(self) -> None:
         while True:
             try:
-                await self.reconcile_once()
-                self.last_error = None
+                problems = await self.reconcile_once()
+                error = "; ".join(problems) or None
             except (KubeApiError, aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
                 # The API server may restart under us (tests do that); keep trying.
-                if str(exc) != self.last_error:
-                    log.warning("pod runner: %s", exc)
-                self.last_error = str(exc)
+                error = str(exc)
+            if error and error != self.last_error:
+                log.warning("pod runner: %s", error)  # once per distinct problem, not once per tick
+            self.last_error = error
             self._changed.clear()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), self.poll_interval)
@@ -174,8 +175,9 @@ class PodRunner:
                                          label_selector=self.label_selector)
         return found
 
-    async def reconcile_once(self) -> None:
-        """One pass: match pods to every Deployment, report status, write targets."""
+    async def reconcile_once(self) -> list[str]:
+        """One pass: match pods to every Deployment, report status, write targets; returns problems."""
+        problems: list[str] = []
         deployments = await self._list_deployments()
         seen: set[tuple[str, str]] = set()
         for deployment in deployments:
@@ -184,15 +186,16 @@ class PodRunner:
             if not key[1] or (meta.get("deletionTimestamp")):
                 continue
             seen.add(key)
-            await self._reconcile_deployment(key, deployment)
+            problems += await self._reconcile_deployment(key, deployment)
         for key in [k for k in self._pods if k not in seen]:
             # The Deployment is gone: its pods go too (the garbage collector's job).
             for pod in self._pods.pop(key):
                 self._stop_in_background(pod)
             self._reported.pop(key, None)
         self._write_targets()
+        return problems
 
-    async def _reconcile_deployment(self, key: tuple[str, str], deployment: dict) -> None:
+    async def _reconcile_deployment(self, key: tuple[str, str], deployment: dict) -> list[str]:
         desired = _desired(deployment)
         current = template_hash((deployment.get("spec") or {}).get("template") or {})
         group = self._pods.setdefault(key, [])
@@ -210,10 +213,10 @@ class PodRunner:
         # During a roll one pod above the desired count may exist (maxSurge 1).
         limit = desired + (1 if old_left else 0)
         to_start = min(desired - new_count, limit - len(group))
+        problems = []
         for _ in range(max(0, to_start)):
             if sum(len(g) for g in self._pods.values()) >= self.max_pods:
-                self.last_error = f"pod limit {self.max_pods} reached; {key[0]}/{key[1]} not fully scaled"
-                log.warning("pod runner: %s", self.last_error)
+                problems.append(f"pod limit {self.max_pods} reached; {key[0]}/{key[1]} not fully scaled")
                 break
             await self._start_pod(key, deployment, current)
         status = deployment_status(deployment, [p.view for p in self._pods[key]], current)
@@ -221,6 +224,7 @@ class PodRunner:
             answer = await self.api.patch_status(object_path("apps/v1", "deployments", *key), status)
             if answer is not None:
                 self._reported[key] = status
+        return problems
 
     async def _start_pod(self, key: tuple[str, str], deployment: dict, current_hash: str) -> None:
         suffix = "".join(self._rng.choice(_SUFFIX_ALPHABET) for _ in range(5))
