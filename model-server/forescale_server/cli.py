@@ -1,0 +1,118 @@
+"""`forescale serve`: run the model server (DESIGN.md §3, §4).
+
+Imports neither torch nor transformers unless a real model is served:
+`--emulate-gpu` starts in about a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from typing import Optional
+
+import typer
+
+from .config import BatchingConfig, CacheConfig, Labels, Limits, ServerConfig, default_precision
+from .result_cache import POLICIES
+from .service_model import PRECISIONS, PROFILES
+
+app = typer.Typer(add_completion=False, help="Run the Forescale model server.")
+log = logging.getLogger("forescale.server")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"forescale serve: {message}", err=True)
+    raise typer.Exit(2)
+
+
+@app.command()
+def serve(
+    model: str = typer.Option("minilm", help="'minilm' (all-MiniLM-L6-v2, bundled) or a local Hugging Face model directory."),
+    precision: Optional[str] = typer.Option(None, help=f"Initial precision: {', '.join(PRECISIONS)}. Default: $FORESCALE_PRECISION or fp32."),
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    port: int = typer.Option(8000, help="Port to listen on."),
+    enable_faults: bool = typer.Option(False, "--enable-faults", help="Expose POST /admin/faults (chaos tests, demo)."),
+    emulate_gpu: Optional[str] = typer.Option(None, "--emulate-gpu", metavar="PROFILE", help=f"Replace compute with a service-time profile ({', '.join(PROFILES)}); does not load torch."),
+    device: str = typer.Option("auto", help="auto, cpu or cuda."),
+    threads: int = typer.Option(0, help="torch CPU threads (0: torch's default)."),
+    max_batch: int = typer.Option(32, help="Largest batch sent to the model."),
+    max_wait_ms: float = typer.Option(5.0, help="Longest a request waits for its batch to fill."),
+    min_batch: int = typer.Option(4, help="Below this expected batch size a batch goes at once."),
+    max_queue: int = typer.Option(1024, help="Queued items beyond which requests get 429."),
+    cache_policy: str = typer.Option("lru", help=f"Result cache: {', '.join(POLICIES)}."),
+    cache_size: int = typer.Option(10_000, help="Result-cache entries."),
+    cache_window_s: float = typer.Option(300.0, help="Entry lifetime for --cache-policy window."),
+    cache_keep_turns: int = typer.Option(2, help="Turns kept per conversation for --cache-policy turn."),
+    max_body_bytes: int = typer.Option(1 << 20, help="Largest request body."),
+    max_items: int = typer.Option(256, help="Most inputs in one request."),
+    max_input_chars: int = typer.Option(8192, help="Longest input, in characters."),
+    max_leak_mb: int = typer.Option(512, help="Bound on memory the leak fault may hold."),
+    log_level: str = typer.Option("INFO", help="DEBUG, INFO, WARNING or ERROR."),
+) -> None:
+    """Serve /v1/embeddings or /v1/completions, /metrics, /healthz, /readyz and the admin API."""
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        _fail(f"unknown --log-level {log_level!r}")
+    logging.getLogger("forescale").setLevel(log_level.upper())
+    try:
+        precision = (precision or default_precision()).lower()
+    except ValueError as exc:
+        _fail(str(exc))
+    if precision not in PRECISIONS:
+        _fail(f"unknown --precision {precision!r}; expected one of {', '.join(PRECISIONS)}")
+    if emulate_gpu is not None and emulate_gpu not in PROFILES:
+        _fail(f"unknown --emulate-gpu profile {emulate_gpu!r}; known: {', '.join(sorted(PROFILES))}")
+    if cache_policy not in POLICIES:
+        _fail(f"unknown --cache-policy {cache_policy!r}; expected one of {', '.join(POLICIES)}")
+    if not 0 < port < 65536:
+        _fail(f"--port must be 1..65535, got {port}")
+    if device not in ("auto", "cpu", "cuda"):
+        _fail(f"unknown --device {device!r}; expected auto, cpu or cuda")
+    for name, value in (("--max-batch", max_batch), ("--min-batch", min_batch), ("--max-queue", max_queue), ("--cache-size", cache_size),
+                        ("--max-body-bytes", max_body_bytes), ("--max-items", max_items), ("--max-input-chars", max_input_chars)):
+        if value < 1:
+            _fail(f"{name} must be >= 1, got {value}")
+    if max_wait_ms < 0:
+        _fail(f"--max-wait-ms must be >= 0, got {max_wait_ms}")
+
+    from .admin_token import AdminToken
+    from .backend import make_backend
+
+    try:
+        token = AdminToken.from_env()
+        backend = make_backend(model, precision, emulate_gpu, device=device, threads=threads, max_batch=max_batch)
+    except ValueError as exc:
+        _fail(str(exc))
+    config = ServerConfig(
+        model=model, precision=precision, host=host, port=port, enable_faults=enable_faults, emulate_gpu=emulate_gpu,
+        device=device, threads=threads,
+        limits=Limits(max_body_bytes, max_items, max_input_chars),
+        batching=BatchingConfig(max_batch, max_wait_ms / 1000.0, min_batch, max_queue),
+        cache=CacheConfig(cache_policy, cache_size, cache_window_s, cache_keep_turns),
+        labels=Labels.from_env(), max_leak_mb=max_leak_mb,
+    )
+    if emulate_gpu:
+        log.warning("EMULATED GPU mode: profile %s; metrics carry forescale_emulated 1", emulate_gpu)
+    if not token.enabled:
+        log.info("admin API off (no FORESCALE_ADMIN_TOKEN_FILE or FORESCALE_ADMIN_TOKEN)")
+    asyncio.run(_main(backend, config, token))
+
+
+async def _main(backend, config: ServerConfig, token) -> None:
+    from .http_app import run
+    from .server import ModelServer
+
+    server = ModelServer(backend, config, token)
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
+    try:
+        await run(server, config.host, config.port)
+    except asyncio.CancelledError:
+        log.info("shutting down")
+    except OSError as exc:
+        log.error("cannot listen on %s:%d: %s", config.host, config.port, exc.strerror)
+        raise typer.Exit(1)

@@ -1,0 +1,90 @@
+"""Server settings: command-line flags plus the pod environment (DESIGN.md §4)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from .service_model import PRECISIONS
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what one request may ask for; anything over them is a 4xx."""
+
+    #: largest accepted request body
+    max_body_bytes: int = 1 << 20
+    #: most inputs (embeddings) or prompts (completions) in one request
+    max_items: int = 256
+    #: longest single input, in characters (the tokenizer truncates to the model's context anyway)
+    max_input_chars: int = 8192
+    #: most tokens a completion may ask for
+    max_new_tokens: int = 256
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The labels every metric series carries, from the pod's environment."""
+
+    deployment: str = "local"
+    pool: str = "a"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Labels":
+        """Read FORESCALE_DEPLOYMENT and FORESCALE_POOL (defaults: local, a)."""
+        env = os.environ if env is None else env
+        return cls(deployment=env.get("FORESCALE_DEPLOYMENT") or "local", pool=env.get("FORESCALE_POOL") or "a")
+
+
+def default_precision(env: Mapping[str, str] | None = None) -> str:
+    """FORESCALE_PRECISION when the operator set it on the pod, else fp32."""
+    env = os.environ if env is None else env
+    value = (env.get("FORESCALE_PRECISION") or "fp32").lower()
+    if value not in PRECISIONS:
+        raise ValueError(f"FORESCALE_PRECISION={value!r} is not one of {', '.join(PRECISIONS)}")
+    return value
+
+
+@dataclass(frozen=True)
+class BatchingConfig:
+    """Dynamic batching knobs."""
+
+    #: largest batch sent to the model
+    max_batch: int = 32
+    #: the longest a request waits for others to join its batch
+    max_wait_s: float = 0.005
+    #: below this expected batch size the batch goes at once (low traffic gains nothing by waiting)
+    min_batch: int = 4
+    #: queued items beyond which requests are answered 429
+    max_queue: int = 1024
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    """Result-cache policy; see `result_cache.make_cache`."""
+
+    policy: str = "lru"
+    capacity: int = 10_000
+    window_s: float = 300.0
+    keep_turns: int = 2
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything `forescale serve` was told."""
+
+    model: str = "minilm"
+    precision: str = "fp32"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    enable_faults: bool = False
+    emulate_gpu: str | None = None
+    device: str = "auto"
+    threads: int = 0
+    limits: Limits = field(default_factory=Limits)
+    batching: BatchingConfig = field(default_factory=BatchingConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    labels: Labels = field(default_factory=Labels)
+    #: ceiling on the memory `/admin/faults {"leak_mb": N}` may hold in total
+    max_leak_mb: int = 512

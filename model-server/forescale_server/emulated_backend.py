@@ -1,0 +1,124 @@
+"""Emulated-GPU backends (`--emulate-gpu PROFILE`): the real server around a
+service-time profile instead of a model. Never imports torch.
+
+Compute is `await asyncio.sleep(profile batch time at this precision)`, so one
+emulated pod costs almost no CPU and many of them fit on two cores. Outputs are
+labelled as emulated: embeddings are fixed pseudo-random unit vectors chosen
+by a hash of the input (pre-serialised once), completions a fixed word.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import zlib
+
+from .backend import COMPLETIONS, EMBEDDINGS, MINILM_ALIASES, BatchResult
+from .service_model import PRECISIONS, DecoderProfile, EncoderProfile, get_profile
+
+log = logging.getLogger("forescale.server")
+
+#: Agreement with fp32 reported after a precision switch in emulation. These
+#: are the values measured on the real all-MiniLM-L6-v2 (mean cosine with fp32
+#: on the 300 calibration sentences, CPU, `bench/server_quantization.py`); the
+#: metric is still labelled emulated by `forescale_emulated`.
+EMULATED_AGREEMENT = {"fp32": 1.0, "fp16": 0.99999, "bf16": 0.9988, "int8": 0.9915}
+
+_VECTORS = 256
+_DIM = 384
+
+
+def _unit_vectors(n: int, dim: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        v = [rng.gauss(0.0, 1.0) for _ in range(dim)]
+        norm = sum(x * x for x in v) ** 0.5
+        out.append(json.dumps([round(x / norm, 6) for x in v], separators=(",", ":")))
+    return out
+
+
+class _EmulatedBase:
+    emulated = True
+
+    def __init__(self, model_name: str, precision: str):
+        if precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {precision!r}; expected one of {', '.join(PRECISIONS)}")
+        self.model_name = model_name
+        self.aliases = tuple({model_name, *MINILM_ALIASES})
+        self.precision = precision
+
+    def supported_precisions(self) -> tuple[str, ...]:
+        return PRECISIONS
+
+    async def prepare_precision(self, precision: str) -> float:
+        return EMULATED_AGREEMENT[precision]
+
+    def activate_precision(self, precision: str) -> None:
+        self.precision = precision
+
+    def stats(self) -> dict:
+        return {}
+
+    async def profile_begin(self) -> bool:
+        return False
+
+    async def profile_end(self) -> str:
+        return ""
+
+
+class EmulatedEncoder(_EmulatedBase):
+    """An encoder pod: batch time `base + per_item * b` from the profile."""
+
+    task = EMBEDDINGS
+
+    def __init__(self, profile: EncoderProfile, model_name: str, precision: str):
+        super().__init__(model_name, precision)
+        self.profile = profile
+        self._vectors: list[str] = []
+
+    async def load(self) -> None:
+        self._vectors = _unit_vectors(_VECTORS, _DIM)
+        log.warning("EMULATED GPU: profile %r (%s); compute is a sleep, vectors are not real embeddings", self.profile.name, self.profile.source)
+
+    async def run_batch(self, items: list[str]) -> BatchResult:
+        seconds = self.profile.batch_ms(self.precision, len(items)) / 1000.0
+        await asyncio.sleep(seconds)
+        outputs = [(self._vectors[zlib.crc32(text.encode()) % _VECTORS], max(1, len(text.split()))) for text in items]
+        return BatchResult(outputs, compute_s=seconds)
+
+
+class EmulatedDecoder(_EmulatedBase):
+    """A decoder pod: the batch's prefill, then one decode iteration per token
+    up to the longest `max_tokens`, with the profile's DistServe fit."""
+
+    task = COMPLETIONS
+
+    def __init__(self, profile: DecoderProfile, model_name: str, precision: str):
+        super().__init__(model_name, precision)
+        self.profile = profile
+
+    async def load(self) -> None:
+        log.warning("EMULATED GPU: profile %r (%s); compute is a sleep, text is not generated", self.profile.name, self.profile.source)
+
+    async def run_batch(self, items: list[tuple[str, int]]) -> BatchResult:
+        prompt_tokens = [max(1, len(p.split())) for p, _ in items]
+        steps = max(n for _, n in items)
+        ms = self.profile.prefill_ms(self.precision, sum(prompt_tokens))
+        context = sum(prompt_tokens)
+        for _ in range(steps):
+            ms += self.profile.decode_iter_ms(self.precision, len(items), context)
+            context += len(items)
+        await asyncio.sleep(ms / 1000.0)
+        outputs = [(" emulated" * n, pt, n) for (_, n), pt in zip(items, prompt_tokens)]
+        return BatchResult(outputs, compute_s=ms / 1000.0)
+
+
+def make_emulated(profile_name: str, model_name: str, precision: str) -> EmulatedEncoder | EmulatedDecoder:
+    """The emulated backend for a profile of `service_model.PROFILES`."""
+    profile = get_profile(profile_name)
+    if isinstance(profile, EncoderProfile):
+        return EmulatedEncoder(profile, model_name, precision)
+    return EmulatedDecoder(profile, model_name, precision)

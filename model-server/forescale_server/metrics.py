@@ -1,0 +1,129 @@
+"""The server's Prometheus series (DESIGN.md §4).
+
+Every series carries `deployment`, `pool` and `precision`. Precision is the
+one in force when the sample was taken, so a switch starts new series.
+Counters and histograms are prometheus_client objects; state that is cheaper
+to read than to track (queue depth, KV blocks, agreement, GPU memory) is read
+at scrape time by a collector.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from .config import Labels
+
+STAGES = ("queue", "preprocess", "compute", "postprocess", "total")
+BASE_LABELS = ("deployment", "pool", "precision")
+
+
+def latency_buckets() -> tuple[float, ...]:
+    """Geometric buckets, ratio ~1.2, from 0.5 ms to 10 s (plus +Inf): fine
+    enough that `histogram_quantile(0.99, ...)` is within ~10% anywhere from
+    5 ms to 10 s."""
+    buckets, b = [], 0.0005
+    while b < 10.0:
+        buckets.append(round(b, 6))
+        b *= 1.2
+    buckets.append(10.0)
+    return tuple(buckets)
+
+
+# `_created` series double the exposition size and nothing here reads them.
+disable_created_metrics()
+
+BATCH_BUCKETS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256)
+
+
+class ServerMetrics:
+    """Owns a registry; the server calls the `observe_*` methods."""
+
+    def __init__(self, labels: Labels, state: Callable[[], dict]):
+        """`state()` returns the scrape-time values: precision, queue_depth,
+        emulated, agreement {precision: value}, kv_used, kv_free, gpu_memory_bytes,
+        cache_entries, leaked_bytes (absent keys are skipped)."""
+        self.labels = labels
+        self._state = state
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.duration = Histogram(
+            "forescale_request_duration_seconds",
+            "Request latency by stage (queue, preprocess, compute, postprocess, total)",
+            BASE_LABELS + ("stage",),
+            buckets=latency_buckets(),
+            registry=self.registry,
+        )
+        self.requests = Counter("forescale_requests", "Inference requests by HTTP status code", BASE_LABELS + ("code",), registry=self.registry)
+        self.batch_size = Histogram("forescale_batch_size", "Items per model batch", BASE_LABELS, buckets=BATCH_BUCKETS, registry=self.registry)
+        self.cache_hits = Counter("forescale_cache_hits", "Result-cache hits", BASE_LABELS, registry=self.registry)
+        self.cache_misses = Counter("forescale_cache_misses", "Result-cache misses", BASE_LABELS, registry=self.registry)
+        self.switches = Counter("forescale_precision_switches", "Precision switches", BASE_LABELS, registry=self.registry)
+        self.registry.register(_StateCollector(self))
+
+    def _base(self, precision: str) -> tuple[str, str, str]:
+        return (self.labels.deployment, self.labels.pool, precision)
+
+    def observe_stage(self, precision: str, stage: str, seconds: float) -> None:
+        self.duration.labels(*self._base(precision), stage).observe(seconds)
+
+    def observe_request(self, precision: str, code: int) -> None:
+        self.requests.labels(*self._base(precision), str(code)).inc()
+
+    def observe_batch(self, precision: str, size: int) -> None:
+        self.batch_size.labels(*self._base(precision)).observe(size)
+
+    def observe_cache(self, precision: str, hits: int, misses: int) -> None:
+        if hits:
+            self.cache_hits.labels(*self._base(precision)).inc(hits)
+        if misses:
+            self.cache_misses.labels(*self._base(precision)).inc(misses)
+
+    def observe_switch(self, precision: str) -> None:
+        self.switches.labels(*self._base(precision)).inc()
+
+    def exposition(self) -> bytes:
+        """The text exposition format for `GET /metrics`."""
+        return generate_latest(self.registry)
+
+
+class _StateCollector(Collector):
+    def __init__(self, metrics: ServerMetrics):
+        self._metrics = metrics
+
+    def describe(self) -> Iterable:
+        return []
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        state = self._metrics._state()
+        base = list(self._metrics._base(state["precision"]))
+
+        def gauge(name: str, doc: str, value: float | None) -> GaugeMetricFamily | None:
+            if value is None:
+                return None
+            family = GaugeMetricFamily(name, doc, labels=BASE_LABELS)
+            family.add_metric(base, float(value))
+            return family
+
+        families = [
+            gauge("forescale_queue_depth", "Items waiting for a batch", state.get("queue_depth")),
+            gauge("forescale_emulated", "1 when compute is emulated (--emulate-gpu), 0 on real hardware", state.get("emulated")),
+            gauge("forescale_kv_blocks_used", "Paged KV-cache blocks in use", state.get("kv_used")),
+            gauge("forescale_kv_blocks_free", "Paged KV-cache blocks free", state.get("kv_free")),
+            gauge("forescale_gpu_memory_bytes", "CUDA memory allocated by the model server", state.get("gpu_memory_bytes")),
+            gauge("forescale_cache_entries", "Result-cache entries", state.get("cache_entries")),
+            gauge("forescale_fault_leaked_bytes", "Memory held by the leak fault", state.get("leaked_bytes")),
+        ]
+        yield from (f for f in families if f is not None)
+        agreement = state.get("agreement") or {}
+        if agreement:
+            family = GaugeMetricFamily(
+                "forescale_quality_agreement",
+                "Agreement with fp32 on the built-in calibration set (mean cosine for embeddings, next-token match for decoders)",
+                labels=BASE_LABELS,
+            )
+            for precision, value in agreement.items():
+                family.add_metric(base[:2] + [precision], float(value))
+            yield family

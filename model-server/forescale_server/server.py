@@ -1,0 +1,318 @@
+"""The model server's logic, apart from HTTP: batching, caches, precision
+switches, warm-up, profiling, faults and metrics around one backend."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+
+from .admin_bodies import FaultRequest, WarmupRequest
+from .admin_token import AdminToken
+from .backend import COMPLETIONS, EMBEDDINGS, Backend
+from .batcher import DynamicBatcher, Pending, QueueFull
+from .config import ServerConfig
+from .errors import APIError, bad_request
+from .faults import FaultState
+from .hot_inputs import HotInputs
+from .metrics import ServerMetrics
+from .request_parsing import CompletionRequest, EmbeddingRequest
+from .result_cache import cache_key, make_cache
+from .stage_profile import StageProfile
+
+log = logging.getLogger("forescale.server")
+
+
+class ModelServer:
+    """One model, one batch worker, one result cache."""
+
+    def __init__(self, backend: Backend, config: ServerConfig, token: AdminToken | None = None):
+        self.backend = backend
+        self.config = config
+        self.limits = config.limits
+        self.token = token or AdminToken(None)
+        c = config.cache
+        self.cache = make_cache(c.policy, c.capacity, c.window_s, c.keep_turns)
+        self.hot = HotInputs()
+        self.faults = FaultState(config.max_leak_mb)
+        #: precision -> agreement with fp32, as measured at the last switch to it
+        self.agreement: dict[str, float] = {}
+        self.metrics = ServerMetrics(config.labels, self._state)
+        b = config.batching
+        self.batcher = DynamicBatcher(
+            self._run_batch, b.max_batch, b.max_wait_s, b.min_batch, b.max_queue,
+            on_dispatch=lambda n: self.metrics.observe_batch(self.backend.precision, n),
+        )
+        self.ready = False
+        self.load_error: str | None = None
+        self._swap_lock = asyncio.Lock()  # held by a running batch; a switch swaps between batches
+        self._switch_lock = asyncio.Lock()  # one switch or warm-up plan at a time
+        self._profile: StageProfile | None = None
+        self._log_reset: asyncio.TimerHandle | None = None
+        self._load_task: asyncio.Task | None = None
+
+    # --- life cycle -------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the batch worker and load the model in the background."""
+        self.batcher.start()
+        self._load_task = asyncio.get_running_loop().create_task(self._load())
+
+    async def wait_ready(self) -> None:
+        """Wait for the load to finish (raises if it failed)."""
+        if self._load_task is not None:
+            await self._load_task
+        if self.load_error:
+            raise RuntimeError(self.load_error)
+
+    async def _load(self) -> None:
+        started = time.perf_counter()
+        try:
+            await self.backend.load()
+            target = self.config.precision
+            if target not in self.backend.supported_precisions():
+                raise ValueError(f"precision {target!r} is not available here; supported: {', '.join(self.backend.supported_precisions())}")
+            self.agreement[target] = await self.backend.prepare_precision(target)
+            self.backend.activate_precision(target)
+        except Exception as exc:  # noqa: BLE001 - reported through /readyz and the log
+            self.load_error = f"model failed to load: {exc}"
+            log.error("%s", self.load_error)
+            return
+        self.ready = True
+        log.info(
+            "ready: model %s (%s) at %s in %.2f s%s", self.backend.model_name, self.backend.task, self.backend.precision,
+            time.perf_counter() - started, " [EMULATED GPU]" if self.backend.emulated else "",
+        )
+
+    async def stop(self) -> None:
+        self.ready = False
+        if self._load_task is not None and not self._load_task.done():
+            self._load_task.cancel()
+        await self.batcher.stop()
+
+    # --- serving ----------------------------------------------------------
+
+    def check_model(self, requested: str | None, task: str) -> None:
+        """404 for a model this server does not serve; 400 for the wrong endpoint."""
+        if requested is not None and requested not in self.backend.aliases:
+            raise APIError(404, f"unknown model {requested!r}; this server serves {self.backend.model_name!r}", "model_not_found")
+        if task != self.backend.task:
+            raise APIError(400, f"model {self.backend.model_name!r} serves /v1/{self.backend.task}, not /v1/{task}", "invalid_request_error")
+        if not self.ready:
+            raise APIError(503, self.load_error or "model is still loading; poll /readyz", "server_not_ready")
+
+    async def _run_batch(self, batch: list[Pending]) -> list[Any]:
+        async with self._swap_lock:
+            precision = self.backend.precision
+            result = await self.backend.run_batch([p.item for p in batch])
+            # A slowed or stalled device keeps the worker busy for longer.
+            extra = self.faults.latency_s() + (self.faults.slowdown() - 1.0) * result.compute_s
+            if extra > 0:
+                await asyncio.sleep(extra)
+                result.compute_s += extra
+        stages = {"preprocess": result.preprocess_s, "compute": result.compute_s, "postprocess": result.postprocess_s}
+        for p in batch:
+            p.meta["precision"] = precision
+            p.meta["stages"] = stages
+        return result.outputs
+
+    async def _compute(self, items: list, conversation: str | None, turn: int | None) -> tuple[list, dict[str, float], int]:
+        """Results for `items` from the cache or the batcher; stage times; hits."""
+        precision = self.backend.precision
+        model = self.backend.model_name
+        results: list[Any] = [None] * len(items)
+        missing: list[int] = []
+        for i, item in enumerate(items):
+            self.hot.record(item)
+            value = self.cache.get(cache_key(model, precision, item))
+            if value is None:
+                missing.append(i)
+            else:
+                results[i] = value
+        self.metrics.observe_cache(precision, len(items) - len(missing), len(missing))
+        stages = {"queue": 0.0, "preprocess": 0.0, "compute": 0.0, "postprocess": 0.0}
+        if missing:
+            pendings = []
+            try:
+                for i in missing:
+                    pendings.append(self.batcher.submit_nowait(items[i]))
+            except QueueFull as exc:
+                for p in pendings:  # already queued items of this request are not needed any more
+                    p.future.cancel()
+                raise APIError(429, str(exc), "rate_limit_error", {"Retry-After": str(exc.retry_after_s)}) from None
+            outputs = await asyncio.gather(*(p.future for p in pendings))
+            now_precision = self.backend.precision
+            for i, p, out in zip(missing, pendings, outputs):
+                results[i] = out
+                if p.meta["precision"] == now_precision:  # a switch emptied the cache meanwhile
+                    self.cache.put(cache_key(model, p.meta["precision"], items[i]), out, conversation, turn)
+                stages["queue"] = max(stages["queue"], p.queue_s)
+                for k, v in p.meta["stages"].items():
+                    stages[k] = max(stages[k], v)
+        return results, stages, len(items) - len(missing)
+
+    def _observe(self, stages: dict[str, float], total_s: float) -> None:
+        precision = self.backend.precision
+        for stage, seconds in stages.items():
+            self.metrics.observe_stage(precision, stage, seconds)
+        self.metrics.observe_stage(precision, "total", total_s)
+        if self._profile is not None:
+            self._profile.record({**stages, "total": total_s})
+
+    async def embeddings(self, req: EmbeddingRequest) -> str:
+        """The JSON text of an OpenAI embeddings response."""
+        started = time.perf_counter()
+        self.check_model(req.model, EMBEDDINGS)
+        results, stages, _ = await self._compute(req.inputs, req.conversation, req.turn)
+        tokens = sum(r[1] for r in results)
+        data = ",".join(f'{{"object":"embedding","index":{i},"embedding":{r[0]}}}' for i, r in enumerate(results))
+        body = (
+            f'{{"object":"list","data":[{data}],"model":{json.dumps(self.backend.model_name)},'
+            f'"usage":{{"prompt_tokens":{tokens},"total_tokens":{tokens}}}}}'
+        )
+        self._observe(stages, time.perf_counter() - started)
+        return body
+
+    async def completions(self, req: CompletionRequest) -> dict:
+        """An OpenAI completions response (greedy decoding)."""
+        started = time.perf_counter()
+        self.check_model(req.model, COMPLETIONS)
+        items = [(p, req.max_tokens) for p in req.prompts]
+        results, stages, _ = await self._compute(items, req.conversation, req.turn)
+        prompt_tokens = sum(r[1] for r in results)
+        completion_tokens = sum(r[2] for r in results)
+        self._observe(stages, time.perf_counter() - started)
+        return {
+            "id": f"cmpl-{time.time_ns():x}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": self.backend.model_name,
+            "choices": [{"index": i, "text": r[0], "finish_reason": "length", "logprobs": None} for i, r in enumerate(results)],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
+        }
+
+    # --- admin ------------------------------------------------------------
+
+    async def switch_precision(self, precision: str) -> dict:
+        """Prepare the variant while serving goes on, then swap between batches.
+        Queued requests are served at the new precision; none is dropped."""
+        supported = self.backend.supported_precisions()
+        if precision not in supported:
+            raise bad_request(f"precision {precision!r} is not available on this server; supported: {', '.join(supported)}")
+        if not self.ready:
+            raise APIError(503, "model is still loading; poll /readyz", "server_not_ready")
+        async with self._switch_lock:
+            previous = self.backend.precision
+            started = time.perf_counter()
+            agreement = await self.backend.prepare_precision(precision)
+            async with self._swap_lock:
+                self.backend.activate_precision(precision)
+                self.cache.clear()
+            self.agreement[precision] = agreement
+            self.metrics.observe_switch(precision)
+            seconds = time.perf_counter() - started
+        log.warning("precision switched %s -> %s in %.2f s; agreement with fp32 %.5f%s", previous, precision, seconds, agreement,
+                    " (emulated table)" if self.backend.emulated else "")
+        return {"precision": precision, "previous": previous, "agreement": agreement, "seconds": round(seconds, 3), "emulated": self.backend.emulated}
+
+    async def warmup(self, req: WarmupRequest) -> dict:
+        """Compute and cache the given inputs, or the `top` most frequent recent
+        ones, through the normal queue (waiting for room rather than failing)."""
+        if not self.ready:
+            raise APIError(503, "model is still loading; poll /readyz", "server_not_ready")
+        if req.inputs is not None:
+            items: list = req.inputs if self.backend.task == EMBEDDINGS else [(p, 16) for p in req.inputs]
+        else:
+            items = self.hot.top(req.top or 0)
+        started = time.perf_counter()
+        chunk = self.batcher.max_batch
+        warmed = 0
+        for start in range(0, len(items), chunk):
+            part = items[start:start + chunk]
+            while True:
+                try:
+                    await self._compute(part, None, None)
+                    break
+                except APIError as exc:
+                    if exc.status != 429:
+                        raise
+                    await asyncio.sleep(0.05)  # the queue is full of real traffic: let it pass first
+            warmed += len(part)
+        return {"warmed": warmed, "cache_entries": len(self.cache), "seconds": round(time.perf_counter() - started, 3)}
+
+    def set_log_level(self, level: str, seconds: float) -> dict:
+        """Raise (or lower) the server's log level for `seconds`, then restore it."""
+        logger = logging.getLogger("forescale")
+        previous = logging.getLevelName(logger.getEffectiveLevel())
+        if self._log_reset is not None:
+            self._log_reset.cancel()
+            previous = self._log_restore_to
+        else:
+            self._log_restore_to = previous
+        logger.setLevel(level)
+        self._log_reset = asyncio.get_running_loop().call_later(seconds, self._restore_log_level)
+        log.warning("log level %s for %.0f s (then %s)", level, seconds, previous)
+        return {"level": level, "seconds": seconds, "restore_to": previous}
+
+    def _restore_log_level(self) -> None:
+        logging.getLogger("forescale").setLevel(self._log_restore_to)
+        self._log_reset = None
+        log.warning("log level restored to %s", self._log_restore_to)
+
+    async def profile(self, requests: int, timeout_s: float) -> dict:
+        """Profile the next `requests` requests (or until the timeout)."""
+        if self._profile is not None:
+            raise APIError(409, "a profile is already being captured", "conflict")
+        session = StageProfile(requests)
+        self._profile = session
+        torch_on = await self.backend.profile_begin()
+        try:
+            try:
+                await asyncio.wait_for(session.done.wait(), timeout_s)
+            except asyncio.TimeoutError:
+                pass
+        finally:
+            self._profile = None
+            torch_table = await self.backend.profile_end() if torch_on else ""
+        return {
+            "requests": len(session.rows),
+            "requested": requests,
+            "complete": len(session.rows) >= requests,
+            "emulated": self.backend.emulated,
+            "stages": session.summary(),
+            "table": torch_table or session.table(),
+        }
+
+    def fault(self, req: FaultRequest) -> dict:
+        """Apply one fault (the admin route checks --enable-faults)."""
+        if req.latency_ms is not None:
+            self.faults.add_latency(req.latency_ms, req.seconds or 0)
+        elif req.slowdown is not None:
+            self.faults.add_slowdown(req.slowdown, req.seconds or 0)
+        elif req.cache_flush:
+            self.cache.clear()
+        elif req.leak_mb is not None:
+            try:
+                self.faults.leak(req.leak_mb)
+            except ValueError as exc:
+                raise bad_request(str(exc)) from None
+        elif req.clear:
+            self.faults.clear()
+        log.warning("fault injected: %s", {k: v for k, v in vars(req).items() if v not in (None, False)})
+        return {"faults": self.faults.describe(), "cache_entries": len(self.cache)}
+
+    # --- metrics ----------------------------------------------------------
+
+    def _state(self) -> dict:
+        state = {
+            "precision": self.backend.precision,
+            "queue_depth": self.batcher.depth,
+            "emulated": 1 if self.backend.emulated else 0,
+            "agreement": dict(self.agreement),
+            "cache_entries": len(self.cache),
+            "leaked_bytes": self.faults.leaked_mb << 20,
+        }
+        state.update(self.backend.stats())
+        return state
