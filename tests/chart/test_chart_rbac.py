@@ -1,0 +1,168 @@
+"""The chart's RBAC grants exactly what the operator needs, in cluster and namespaced mode.
+
+OPERATOR_NEEDS is the operator's API usage per DESIGN.md (its CRD and status,
+its children, events, ConfigMaps, the admin-token Secret, Pods, kopf's peering
+and scanning). The tests check every needed call is allowed, nothing beyond it
+is granted, and a table of calls the operator must never be able to make is
+denied. A real log of the operator's requests (e.g. recorded by the emulated
+API server) is checked too when FORESCALE_RBAC_CALL_LOG names it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from chart_tools import NAMESPACE, render
+from rbac_rules import ApiCall, call_from_request, denied_calls, load_grants, rbac_allows, unused_permissions
+
+SA_NAME = "forescale"  # release "forescale": the full name is the release name
+ADMIN_SECRET = "forescale-admin"
+WATCHED = ["ml", "ml-staging"]
+
+#: (group, resource, verbs, why): every permission the operator's code uses.
+OPERATOR_NEEDS = [
+    ("forescale.io", "inferencedeployments", ["get", "list", "watch", "patch", "update"], "kopf watches, patches finalizers/annotations"),
+    ("forescale.io", "inferencedeployments/status", ["get", "patch", "update"], "status only through the subresource"),
+    ("apps", "deployments", ["get", "list", "watch", "create", "patch", "update", "delete"], "pools <name>-a/-b"),
+    ("", "services", ["get", "list", "watch", "create", "patch", "update", "delete"], "<name>, <name>-a, <name>-b"),
+    ("gateway.networking.k8s.io", "httproutes", ["get", "list", "watch", "create", "patch", "update", "delete"], "router gatewayapi"),
+    ("networking.istio.io", "virtualservices", ["get", "list", "watch", "create", "patch", "update", "delete"], "router istio"),
+    ("", "events", ["create", "patch"], "kopf's core events"),
+    ("events.k8s.io", "events", ["create", "patch"], "events API"),
+    ("", "configmaps", ["get", "list", "watch", "create", "patch"], "model ConfigMaps, snapshots"),
+    ("", "pods", ["get", "list", "watch"], "admin API pod by pod"),
+    ("", "secrets", ["get"], "admin token, by name"),
+]
+CLUSTER_NEEDS = [
+    ("apiextensions.k8s.io", "customresourcedefinitions", ["get", "list", "watch"], "kopf's scanning"),
+    ("kopf.dev", "clusterkopfpeerings", ["get", "list", "watch", "patch"], "cluster-wide peering"),
+    ("", "namespaces", ["list", "watch"], "cluster-wide mode"),
+]
+NAMESPACED_NEEDS = [
+    ("apiextensions.k8s.io", "customresourcedefinitions", ["get", "list", "watch"], "kopf's scanning"),
+    ("kopf.dev", "kopfpeerings", ["get", "list", "watch", "patch"], "per-namespace peering"),
+]
+CLUSTER_SCOPED = {"customresourcedefinitions", "clusterkopfpeerings", "namespaces"}
+
+
+def _calls(needs, namespaces: list[str | None]) -> list[ApiCall]:
+    calls = []
+    for group, full, verbs, _ in needs:
+        resource, _, sub = full.partition("/")
+        scopes = [None] if resource in CLUSTER_SCOPED else namespaces
+        for ns in scopes:
+            for verb in verbs:
+                name = None if verb in ("list", "watch", "create") else (ADMIN_SECRET if resource == "secrets" else "x")
+                calls.append(ApiCall(verb, group, resource, sub, ns, name))
+    return calls
+
+
+def _grants(values: dict[str, str]):
+    return _cached_grants(tuple(sorted(values.items())))
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_grants(values: tuple[tuple[str, str], ...]):
+    # One helm run per distinct values set keeps the table tests fast.
+    manifests = render(set_values={"operator.adminTokenSecret.name": ADMIN_SECRET, **dict(values)})
+    return load_grants(manifests, SA_NAME, NAMESPACE)
+
+
+MODES = {
+    # cluster mode: namespaced calls are made in any namespace and across all (None)
+    "cluster": ({}, _calls(OPERATOR_NEEDS, ["ml", None]) + _calls(CLUSTER_NEEDS, [None])),
+    "namespaced": ({"operator.namespaces": "{" + ",".join(WATCHED) + "}"}, _calls(OPERATOR_NEEDS + NAMESPACED_NEEDS, WATCHED)),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_needed_call_is_allowed(mode):
+    values, calls = MODES[mode]
+    assert denied_calls(_grants(values), calls) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nothing_beyond_the_needs_is_granted(mode):
+    values, calls = MODES[mode]
+    assert unused_permissions(_grants(values), calls) == set()
+
+
+NEVER = [
+    ApiCall("list", "", "secrets", namespace="ml"),
+    ApiCall("watch", "", "secrets", namespace="ml"),
+    ApiCall("get", "", "secrets", namespace="ml", name="db-password"),
+    ApiCall("create", "", "pods", namespace="ml"),
+    ApiCall("delete", "", "pods", namespace="ml", name="chat-a-1"),
+    ApiCall("create", "", "pods", "exec", "ml", "chat-a-1"),
+    ApiCall("delete", "forescale.io", "inferencedeployments", namespace="ml", name="chat"),
+    ApiCall("deletecollection", "apps", "deployments", namespace="ml"),
+    ApiCall("delete", "", "configmaps", namespace="ml", name="chat-forecaster"),
+    ApiCall("patch", "apiextensions.k8s.io", "customresourcedefinitions", name="inferencedeployments.forescale.io"),
+    ApiCall("create", "rbac.authorization.k8s.io", "rolebindings", namespace="ml"),
+    ApiCall("list", "", "nodes"),
+    ApiCall("get", "", "namespaces", name="ml"),
+    ApiCall("create", "kopf.dev", "clusterkopfpeerings"),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("call", NEVER, ids=[f"{c.verb}-{c.full_resource}-{c.name or ''}" for c in NEVER])
+def test_forbidden_calls_are_denied(mode, call):
+    assert not rbac_allows(_grants(MODES[mode][0]), call)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        ApiCall("get", "apps", "deployments", namespace="other", name="x"),
+        ApiCall("watch", "forescale.io", "inferencedeployments"),  # across all namespaces
+        ApiCall("patch", "kopf.dev", "clusterkopfpeerings", name="forescale"),
+        ApiCall("list", "", "namespaces"),
+    ],
+)
+def test_namespaced_mode_stays_in_its_namespaces(call):
+    assert not rbac_allows(_grants(MODES["namespaced"][0]), call)
+
+
+def test_no_secret_access_without_an_admin_token_secret():
+    grants = load_grants(render(), SA_NAME, NAMESPACE)
+    assert not rbac_allows(grants, ApiCall("get", "", "secrets", namespace="ml", name=ADMIN_SECRET))
+    assert all("secrets" not in g.rule["resources"] for g in grants)
+
+
+def test_router_permissions_follow_values():
+    grants = _grants({"rbac.gatewayApi": "false", "rbac.istio": "false"})
+    for group, resource in [("gateway.networking.k8s.io", "httproutes"), ("networking.istio.io", "virtualservices")]:
+        assert not rbac_allows(grants, ApiCall("patch", group, resource, namespace="ml", name="chat"))
+
+
+def _read_call_log(path: Path) -> list[ApiCall]:
+    """JSON lines, each {"method": ..., "path": ...} (the request line) or the ApiCall fields."""
+    calls = []
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        entry = json.loads(line)
+        if "method" in entry:
+            call = call_from_request(entry["method"], entry.get("path") or entry["url"])
+        else:
+            call = ApiCall(**entry)
+        if call is not None:
+            calls.append(call)
+    return calls
+
+
+def test_recorded_operator_calls_are_allowed():
+    """The calls the real operator made against the emulated API server (cluster mode)."""
+    log = os.environ.get("FORESCALE_RBAC_CALL_LOG")
+    if not log:
+        pytest.skip("FORESCALE_RBAC_CALL_LOG is not set: no recorded log of the operator's API calls to check")
+    calls = _read_call_log(Path(log))
+    assert calls, f"{log} holds no API calls"
+    denied = denied_calls(_grants({}), calls)
+    assert denied == [], f"the chart's RBAC would deny these calls the operator made: {denied}"
