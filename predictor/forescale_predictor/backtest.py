@@ -9,7 +9,7 @@ the final horizon step (the headline) and per horizon step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -156,6 +156,10 @@ def score(values, train_vals, at, truth, pred, step_seconds) -> dict:
 
 
 def _lstm(times, values, cut, at, config: ModelConfig, options: TrainOptions):
+    # short series: enlarge the validation part so early stopping and the
+    # shrinkage still see some windows
+    wanted = (config.lookback + config.horizon + 16) / max(cut, 1)
+    options = replace(options, valid_fraction=float(np.clip(max(options.valid_fraction, wanted), 0.0, 0.35)))
     try:
         model = train([Segment(times[:cut], values[:cut, None], "train")], config, options)
     except TrainingError as exc:

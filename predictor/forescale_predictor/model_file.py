@@ -8,7 +8,8 @@ The file is a dict of plain types and tensors:
                 horizon, quantiles, network sizes
     state_dict  the network's weights
     scalers     {"input": {"mean", "scale"}, "target": {"mean", "scale"}}
-    shrink      per-target shrinkage toward the last value
+    shrink      per-target weight of the network's median (trained_model.py)
+    blend       per-target smooth_weight and smooth_alpha of the EWM term
     metadata    training data span and sources, validation metrics, epochs,
                 created_at, torch version: what the model was trained on
 
@@ -48,6 +49,7 @@ def to_bytes(model: TrainedModel) -> bytes:
             "target": {"mean": model.target_scaler.mean.tolist(), "scale": model.target_scaler.scale.tolist()},
         },
         "shrink": [float(s) for s in model.shrink],
+        "blend": {"smooth_weight": [float(s) for s in model.smooth_weight], "smooth_alpha": [float(s) for s in model.smooth_alpha]},
         "metadata": {"created_at": time.time(), "torch": torch.__version__, **_plain(model.metadata)},
     }
     buffer = io.BytesIO()
@@ -98,13 +100,17 @@ def _from_payload(payload: Any, label: str) -> TrainedModel:
         input_scaler = Standardiser(np.asarray(scalers["input"]["mean"], float), np.asarray(scalers["input"]["scale"], float))
         target_scaler = Standardiser(np.asarray(scalers["target"]["mean"], float), np.asarray(scalers["target"]["scale"], float))
         shrink = np.asarray(payload["shrink"], dtype=np.float64)
+        blend = payload.get("blend") or {}
+        smooth_weight = np.asarray(blend.get("smooth_weight", np.zeros(len(config.targets))), dtype=np.float64)
+        smooth_alpha = np.asarray(blend.get("smooth_alpha", np.full(len(config.targets), 0.3)), dtype=np.float64)
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
         raise ModelFormatError(f"{label}: model file is damaged or does not match its own config ({_short(exc)})") from None
     if input_scaler.mean.shape != (len(config.features),) or target_scaler.mean.shape != (len(config.targets),):
         raise ModelFormatError(f"{label}: scaler sizes do not match the features {list(config.features)} and targets {list(config.targets)}")
-    if shrink.shape != (len(config.targets),):
-        raise ModelFormatError(f"{label}: shrink has {shrink.shape} values for {len(config.targets)} targets")
-    return TrainedModel(config, net, input_scaler, target_scaler, shrink, metadata=dict(payload.get("metadata") or {}))
+    for key, arr in (("shrink", shrink), ("smooth_weight", smooth_weight), ("smooth_alpha", smooth_alpha)):
+        if arr.shape != (len(config.targets),):
+            raise ModelFormatError(f"{label}: {key} has {arr.size} values for {len(config.targets)} targets")
+    return TrainedModel(config, net, input_scaler, target_scaler, shrink, smooth_weight, smooth_alpha, metadata=dict(payload.get("metadata") or {}))
 
 
 def _plain(value: Any) -> Any:

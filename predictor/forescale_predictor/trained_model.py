@@ -42,11 +42,18 @@ def time_of_day(times: np.ndarray) -> np.ndarray:
 
 @dataclass
 class TrainedModel:
-    """A network with the scalers and shrinkage it was trained with.
+    """A network with the scalers and the blend it was trained with.
 
-    `shrink[t]` in [0, 1] scales the median's change from the last value of
-    target t; it is chosen on the time-ordered validation split, so a model
-    that cannot beat the last value there learns to stay close to it.
+    The median of target t is a blend chosen on the time-ordered validation
+    split (training.fit_blend):
+
+        last + shrink[t] * (network - last) + smooth_weight[t] * (ewm - last)
+
+    where `ewm` is the window's exponentially weighted mean with factor
+    `smooth_alpha[t]`. A network that cannot beat the last value on
+    validation is thus pulled toward it, and on noisy series (Poisson request
+    counts) toward a smoothed level. The other quantiles keep their distance
+    from the median.
     """
 
     config: ModelConfig
@@ -54,7 +61,15 @@ class TrainedModel:
     input_scaler: Standardiser
     target_scaler: Standardiser
     shrink: np.ndarray
+    smooth_weight: np.ndarray | None = None
+    smooth_alpha: np.ndarray | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.config.targets)
+        self.shrink = np.asarray(self.shrink, dtype=np.float64).reshape(n)
+        self.smooth_weight = np.zeros(n) if self.smooth_weight is None else np.asarray(self.smooth_weight, float).reshape(n)
+        self.smooth_alpha = np.full(n, 0.3) if self.smooth_alpha is None else np.asarray(self.smooth_alpha, float).reshape(n)
 
     def prepare(self, windows: np.ndarray, last_times: np.ndarray | None = None) -> tuple[torch.Tensor, np.ndarray]:
         """Network input tensor and window levels for raw windows [N, L, F]."""
@@ -74,16 +89,39 @@ class TrainedModel:
             raise ValueError(
                 f"expected windows [N, {self.config.lookback}, {len(self.config.features)}], got {list(windows.shape)}"
             )
-        x, levels = self.prepare(windows, last_times)
+        deltas = self.raw_deltas(windows, last_times)
+        idx = list(self.config.target_index)
+        return absolute_targets(windows[:, :, idx], self.blend(windows, deltas), window_levels(windows, self.config.level_steps)[:, idx])
+
+    def raw_deltas(self, windows: np.ndarray, last_times: np.ndarray | None) -> np.ndarray:
+        """The network's own forecasts [N, Q, H, T] as changes from the last value, in level units."""
+        x, _ = self.prepare(windows, last_times)
         self.net.eval()
         with torch.inference_mode():
             out = self.net(x).numpy().astype(np.float64)
-        deltas = self.target_scaler.inverse(out)  # [N, Q, H, T] in level units
-        deltas = self._shrink(deltas)
-        idx = list(self.config.target_index)
-        return absolute_targets(windows[:, :, idx], deltas, levels[:, idx])
+        return self.target_scaler.inverse(out)
 
-    def _shrink(self, deltas: np.ndarray) -> np.ndarray:
+    def smooth_deltas(self, windows: np.ndarray, alphas: np.ndarray) -> np.ndarray:
+        """[N, T]: (EWM of each target over the window - last value) / level."""
+        idx = list(self.config.target_index)
+        targets = windows[:, :, idx]
+        levels = window_levels(windows, self.config.level_steps)[:, idx]
+        return (ewm_last(targets, alphas) - targets[:, -1, :]) / levels
+
+    def blend(self, windows: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+        """Apply the fitted blend (class docstring) to deltas [N, Q, H, T]."""
         median = self.config.quantiles.index(0.5)
         mid = deltas[:, median : median + 1]
-        return deltas - mid + mid * self.shrink.reshape(1, 1, 1, -1)
+        smooth = self.smooth_deltas(windows, self.smooth_alpha)[:, None, None, :]
+        new_mid = mid * self.shrink.reshape(1, 1, 1, -1) + smooth * self.smooth_weight.reshape(1, 1, 1, -1)
+        return deltas - mid + new_mid
+
+
+def ewm_last(windows: np.ndarray, alphas: np.ndarray) -> np.ndarray:
+    """The exponentially weighted mean at the end of each window [N, L, T], per-target factor."""
+    length = windows.shape[1]
+    ages = np.arange(length - 1, -1, -1)[None, :]  # newest sample has age 0
+    alphas = np.asarray(alphas, float)[:, None]
+    weights = alphas * (1 - alphas) ** ages
+    weights[:, 0] = (1 - alphas[:, 0]) ** (length - 1)  # the oldest sample carries the remainder
+    return np.einsum("nlt,tl->nt", windows, weights)

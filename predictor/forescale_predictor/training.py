@@ -38,6 +38,7 @@ class TrainOptions:
     weight_decay: float = 1e-4
     valid_fraction: float = 0.15
     windows_per_epoch: int = 8192
+    min_windows_per_epoch: int = 4096  # small data is resampled so an epoch still takes enough steps
     seed: int = 0
     threads: int = 0  # 0: min(2, cpu count)
     progress: bool = True
@@ -116,6 +117,8 @@ def train(segments: Sequence[Segment], config: ModelConfig, options: TrainOption
         for epoch in range(1, options.max_epochs + 1):
             net.train()
             order = rng.permutation(len(x_train))[: options.windows_per_epoch]
+            if len(order) < options.min_windows_per_epoch:
+                order = rng.choice(len(x_train), size=options.min_windows_per_epoch, replace=True)
             losses = []
             for start in range(0, len(order), options.batch_size):
                 batch = torch.from_numpy(order[start : start + options.batch_size])
@@ -124,7 +127,7 @@ def train(segments: Sequence[Segment], config: ModelConfig, options: TrainOption
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
                 optimiser.step()
-                losses.append(float(loss))
+                losses.append(loss.item())
             train_loss = float(np.mean(losses))
             valid_loss = _evaluate(net, x_valid, y_valid, quantiles) if x_valid is not None else train_loss
             history.append({"epoch": epoch, "train_loss": train_loss, "valid_loss": valid_loss})
@@ -137,7 +140,8 @@ def train(segments: Sequence[Segment], config: ModelConfig, options: TrainOption
             if options.time_budget_seconds and time.monotonic() - started > options.time_budget_seconds:
                 break
     net.load_state_dict(best[1])
-    model.shrink = _fit_shrink(model, valid_set) if len(valid_set) >= 8 else np.ones(len(config.targets))
+    if len(valid_set) >= 8:
+        fit_blend(model, valid_set)
     model.metadata.update(
         {
             "epochs": len(history),
@@ -169,16 +173,35 @@ def _evaluate(net, x: torch.Tensor, y: torch.Tensor, quantiles: torch.Tensor) ->
     return total / len(x)
 
 
-def _fit_shrink(model: TrainedModel, valid: WindowSet) -> np.ndarray:
-    """Per target, the factor in [0, 1] on the median's change that minimises validation MAE."""
-    model.shrink = np.ones(len(model.config.targets))
-    pred = model.predict_windows(valid.inputs, valid.last_times)
-    median = pred[:, model.config.quantiles.index(0.5)]  # [N, H, T]
-    idx = list(model.config.target_index)
-    last = valid.inputs[:, -1, idx][:, None, :]
-    grid = np.linspace(0.0, 1.0, 21)
-    errors = np.stack([np.abs(last + a * (median - last) - valid.targets).mean(axis=(0, 1)) for a in grid])
-    return grid[np.argmin(errors, axis=0)]
+BLEND_GRID = np.round(np.linspace(0.0, 1.0, 11), 2)
+SMOOTH_ALPHAS = (0.05, 0.1, 0.2, 0.3, 0.5)
+
+
+def fit_blend(model: TrainedModel, valid: WindowSet) -> None:
+    """Choose shrink, smooth_weight and smooth_alpha per target on validation MAE.
+
+    The grid is small (weights in tenths with shrink + smooth_weight <= 1,
+    four smoothing factors) and evaluated in closed form on the validation
+    windows, so it costs milliseconds.
+    """
+    config = model.config
+    idx = list(config.target_index)
+    levels = window_levels(valid.inputs, config.level_steps)[:, idx]
+    last = valid.inputs[:, -1, idx]
+    truth = (valid.targets - last[:, None, :]) / levels[:, None, :]  # [N, H, T] in level units
+    net = model.raw_deltas(valid.inputs, valid.last_times)[:, config.quantiles.index(0.5)]  # [N, H, T]
+    n_t = len(idx)
+    best = np.full(n_t, np.inf)
+    shrink, weight, alpha = np.ones(n_t), np.zeros(n_t), np.full(n_t, 0.3)
+    for a_smooth in SMOOTH_ALPHAS:
+        smooth = model.smooth_deltas(valid.inputs, np.full(n_t, a_smooth))[:, None, :]
+        for a in BLEND_GRID:
+            for b in BLEND_GRID[BLEND_GRID <= 1.0 - a + 1e-9]:
+                err = (np.abs(a * net + b * smooth - truth) * levels[:, None, :]).mean(axis=(0, 1))
+                better = err < best - 1e-12
+                best = np.where(better, err, best)
+                shrink, weight, alpha = (np.where(better, a, shrink), np.where(better, b, weight), np.where(better, a_smooth, alpha))
+    model.shrink, model.smooth_weight, model.smooth_alpha = shrink, weight, alpha
 
 
 def _validation_metrics(model: TrainedModel, valid: WindowSet) -> dict[str, float]:
@@ -194,6 +217,8 @@ def _validation_metrics(model: TrainedModel, valid: WindowSet) -> dict[str, floa
         lower = low[:, t] if len(qs) > 2 or qs[0] < 0.5 else np.full(len(truth), -np.inf)
         out[f"{name}_band_coverage"] = float(((truth[:, t] >= lower) & (truth[:, t] <= high[:, t])).mean())
     out["shrink"] = [float(s) for s in model.shrink]  # type: ignore[assignment]
+    out["smooth_weight"] = [float(s) for s in model.smooth_weight]  # type: ignore[assignment]
+    out["smooth_alpha"] = [float(s) for s in model.smooth_alpha]  # type: ignore[assignment]
     return out
 
 

@@ -1,0 +1,59 @@
+"""Turning a History into what a forecaster can use, or a reason it cannot.
+
+Shared by the LSTM forecaster and the baselines so that both judge a history
+the same way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import SeriesError
+from .forecast_types import History
+from .resample import DEFAULT_MAX_GAP_STEPS, fill_gaps, resample_history
+
+
+def on_step(history: History, step_seconds: float) -> History:
+    """The history on `step_seconds`, after checking its times; SeriesError on empty or unordered input."""
+    if len(history) == 0:
+        raise SeriesError("the history is empty: no samples to forecast from")
+    times = np.asarray(history.times, dtype=np.float64)
+    if not np.isfinite(times).all():
+        raise SeriesError("the history has non-finite timestamps")
+    diffs = np.diff(times)
+    if (diffs <= 0).any():
+        i = int(np.flatnonzero(diffs <= 0)[0])
+        kind = "repeated" if diffs[i] == 0 else "out of order"
+        raise SeriesError(f"the history's timestamps are {kind} at sample {i + 1}; they must be strictly increasing")
+    if not any(np.isfinite(np.asarray(v, float)).any() for v in history.features.values()):
+        raise SeriesError("every feature of the history is NaN: no observation to forecast from")
+    return resample_history(history, step_seconds)
+
+
+def feature_matrix(history: History, names: tuple[str, ...]) -> np.ndarray:
+    """Values [T, F] of `names` with short gaps filled; a missing feature is all NaN."""
+    cols = []
+    for name in names:
+        raw = history.features.get(name)
+        col = np.full(len(history), np.nan) if raw is None else fill_gaps(np.asarray(raw, float), DEFAULT_MAX_GAP_STEPS)
+        cols.append(col)
+    return np.stack(cols, axis=1) if cols else np.empty((len(history), 0))
+
+
+def window_problem(values: np.ndarray, names: tuple[str, ...], lookback: int, step_seconds: float) -> str | None:
+    """Why the last `lookback` rows cannot feed a model, or None when they can."""
+    if len(values) < lookback:
+        have = len(values) * step_seconds
+        return (
+            f"history too short: {len(values)} steps ({have:g} s) at {step_seconds:g} s, "
+            f"the model needs {lookback} ({lookback * step_seconds:g} s)"
+        )
+    window = values[-lookback:]
+    for f, name in enumerate(names):
+        col = window[:, f]
+        if not np.isfinite(col).any():
+            return f"feature {name!r} is missing from the last {lookback} steps"
+        if not np.isfinite(col).all():
+            bad = int((~np.isfinite(col)).sum())
+            return f"feature {name!r} has {bad} missing samples in the last {lookback} steps (gaps longer than {DEFAULT_MAX_GAP_STEPS} steps)"
+    return None

@@ -1,0 +1,104 @@
+"""The LSTM as a Forecaster, with resampling and declared fallbacks.
+
+`forecast(history)` resamples the history to the model's step (the operator
+may read every few seconds while the model steps at 15 s), takes the last
+`lookback` steps and runs the network. When the history is too short, lacks
+a feature the model reads, or has gaps it cannot fill, the forecast comes from
+the fallback baseline instead, with `model` naming that baseline and
+`fallback_reason` saying why. `forecast_many` runs every usable history
+through the network in one batch.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .baseline_forecaster import TARGET_NAMES, BaselineForecaster
+from .forecast_types import Forecast, History
+from .history_prep import feature_matrix, on_step, window_problem
+from .trained_model import TrainedModel
+
+
+class LSTMForecaster:
+    """Forecaster over a TrainedModel; see the module docstring."""
+
+    name = "lstm"
+
+    def __init__(self, model: TrainedModel, *, fallback: str = "ewm", source: str = "") -> None:
+        self.model = model
+        self.config = model.config
+        self.source = source
+        self.fallback = BaselineForecaster(
+            fallback,
+            step_seconds=self.config.step_seconds,
+            horizon_seconds=self.config.horizon_seconds,
+            quantiles=self.config.quantiles,
+        )
+
+    @property
+    def step_seconds(self) -> float:
+        return self.config.step_seconds
+
+    @property
+    def horizon_seconds(self) -> float:
+        return self.config.horizon_seconds
+
+    @property
+    def quantiles(self) -> tuple[float, ...]:
+        return self.config.quantiles
+
+    @property
+    def metadata(self) -> dict:
+        return self.model.metadata
+
+    def forecast(self, history: History) -> Forecast:
+        """Forecast the model's horizon after the last sample of `history`."""
+        return self.forecast_many([history])[0]
+
+    def forecast_many(self, histories: Sequence[History]) -> list[Forecast]:
+        """Forecast every history; usable ones go through the network in one batch.
+
+        Raises SeriesError for a history that is empty, unordered or all NaN
+        (nothing can forecast it); every other problem is a declared fallback.
+        """
+        results: list[Forecast | None] = [None] * len(histories)
+        windows, times, slots = [], [], []
+        lookback = self.config.lookback
+        for i, raw in enumerate(histories):
+            history = on_step(raw, self.step_seconds)
+            values = feature_matrix(history, self.config.features)
+            problem = window_problem(values, self.config.features, lookback, self.step_seconds)
+            if problem is not None:
+                results[i] = self.fallback.forecast(history, reason=problem)
+                continue
+            windows.append(values[-lookback:])
+            times.append(float(history.times[-1]))
+            slots.append(i)
+        if windows:
+            batch = np.stack(windows)
+            pred = self.model.predict_windows(batch, np.asarray(times))  # [N, Q, H, T]
+            for row, slot in enumerate(slots):
+                results[slot] = self._to_forecast(pred[row], times[row])
+        return [r for r in results if r is not None]
+
+    def _to_forecast(self, pred: np.ndarray, generated_at: float) -> Forecast:
+        q = self.config.quantiles
+        targets = {}
+        for name in TARGET_NAMES:
+            if name in self.config.targets:
+                t = self.config.targets.index(name)
+                targets[name] = {qq: np.maximum(pred[i, :, t], 0.0) for i, qq in enumerate(q)}
+            else:
+                targets[name] = {qq: np.full(self.config.horizon, np.nan) for qq in q}
+        return Forecast(
+            generated_at=generated_at,
+            step_seconds=self.step_seconds,
+            horizon_seconds=self.horizon_seconds,
+            quantiles=q,
+            latency_ms=targets[TARGET_NAMES[0]],
+            rate=targets[TARGET_NAMES[1]],
+            model=self.name,
+        )
+

@@ -1,0 +1,209 @@
+"""Metric presets (DESIGN.md §4): which PromQL gives latency, rate, errors and more.
+
+Each preset holds PromQL templates with `$`-placeholders (Grafana style,
+because PromQL itself uses braces):
+
+- `$selector`: the label matchers that pick one deployment (and pool),
+  built here from escaped values;
+- `$namespace`, `$deployment`, `$pool`: the escaped label values themselves;
+- `$quantile` (e.g. 0.99) and `$window` (a PromQL duration such as 1m).
+
+Latency queries give milliseconds; rate queries requests per second; error
+queries a fraction in [0, 1] of requests that failed or were rejected.
+
+| preset | latency | quantiles? | selects pods by |
+|---|---|---|---|
+| forescale | histogram `forescale_request_duration_seconds{stage="total"}` | yes | `deployment`, `pool` labels |
+| vllm | histograms `vllm:e2e_request_latency_seconds` (and TTFT) | yes | `namespace`, pod name `<deployment>-<pool>-...` |
+| triton | counters `nv_inference_request_duration_us` / successes: a mean | no | same |
+| torchserve | counters `ts_inference_latency_microseconds` / requests: a mean | no | same |
+| custom | the user's templates | as declared | as written |
+
+Every label value is escaped before substitution (`escape_label_value`), and
+values used inside a regex matcher are regex-escaped first, so a value such
+as `a"} or vector(1) #` stays one harmless string.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from string import Template
+
+QUERY_KINDS = ("latency", "rate", "error_rate", "queue_depth", "agreement", "ttft")
+_DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
+_POOLS = ("a", "b")
+
+
+def escape_label_value(value: str) -> str:
+    """Escape a string for use inside a double-quoted PromQL label value."""
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def escape_regex_value(value: str) -> str:
+    """Escape a literal for use inside a `=~"..."` matcher (regex first, then PromQL quoting)."""
+    return escape_label_value(re.escape(str(value)))
+
+
+@dataclass(frozen=True)
+class MetricPreset:
+    """PromQL templates for one serving backend; see the module docstring."""
+
+    name: str
+    description: str
+    latency: str
+    rate: str
+    yields_quantiles: bool
+    error_rate: str | None = None
+    queue_depth: str | None = None
+    agreement: str | None = None
+    ttft: str | None = None
+    #: how `$selector` is built: "labels" (deployment/pool labels) or "pod" (pod name prefix)
+    selector: str = "labels"
+
+    def query(
+        self,
+        kind: str,
+        *,
+        namespace: str,
+        deployment: str,
+        pool: str | None = None,
+        quantile: float = 0.99,
+        window: str = "1m",
+    ) -> str | None:
+        """The PromQL of `kind` for one deployment (None when this backend has no such metric)."""
+        if kind not in QUERY_KINDS:
+            raise ValueError(f"unknown query kind {kind!r}; expected one of {', '.join(QUERY_KINDS)}")
+        template = getattr(self, kind)
+        if not template:
+            return None
+        values = substitutions(self.selector, namespace=namespace, deployment=deployment, pool=pool, quantile=quantile, window=window)
+        try:
+            return Template(template).substitute(values)
+        except KeyError as exc:
+            raise ValueError(
+                f"preset {self.name!r}: unknown placeholder ${exc.args[0]} in the {kind} query; "
+                f"use {', '.join('$' + k for k in values)}"
+            ) from None
+        except ValueError as exc:
+            raise ValueError(f"preset {self.name!r}: bad placeholder in the {kind} query ({exc})") from None
+
+    def queries(self, **labels) -> dict[str, str]:
+        """Every query this preset has, by kind."""
+        out = {}
+        for kind in QUERY_KINDS:
+            text = self.query(kind, **labels)
+            if text:
+                out[kind] = text
+        return out
+
+
+def substitutions(selector: str, *, namespace: str, deployment: str, pool: str | None, quantile: float, window: str) -> dict[str, str]:
+    """The escaped placeholder values of a query."""
+    if not namespace or not deployment:
+        raise ValueError("namespace and deployment are required to build a query")
+    if pool is not None and pool not in _POOLS:
+        raise ValueError(f"pool must be one of {_POOLS} or None, got {pool!r}")
+    try:
+        q = float(quantile)
+    except (TypeError, ValueError):
+        raise ValueError(f"quantile must be a number in (0, 1), got {quantile!r}") from None
+    if not 0 < q < 1:
+        raise ValueError(f"quantile must be in (0, 1), got {quantile!r}")
+    if not _DURATION.match(str(window)):
+        raise ValueError(f"window must be a PromQL duration such as 30s, 1m or 5m, got {window!r}")
+    ns, dep = escape_label_value(namespace), escape_label_value(deployment)
+    if selector == "labels":
+        matchers = [f'namespace="{ns}"', f'deployment="{dep}"']
+        if pool:
+            matchers.append(f'pool="{pool}"')
+    else:
+        pools = pool or "(a|b)"
+        matchers = [f'namespace="{ns}"', f'pod=~"{escape_regex_value(deployment)}-{pools}-.*"']
+    return {
+        "selector": ",".join(matchers),
+        "namespace": ns,
+        "deployment": dep,
+        "pool": escape_label_value(pool or ""),
+        "quantile": repr(q),
+        "window": str(window),
+    }
+
+
+FORESCALE = MetricPreset(
+    name="forescale",
+    description="Forescale's own model server (histogram forescale_request_duration_seconds)",
+    latency='1000 * histogram_quantile($quantile, sum by (le) (rate(forescale_request_duration_seconds_bucket{$selector,stage="total"}[$window])))',
+    rate="sum(rate(forescale_requests_total{$selector}[$window]))",
+    error_rate='sum(rate(forescale_requests_total{$selector,code=~"5..|429"}[$window])) / sum(rate(forescale_requests_total{$selector}[$window]))',
+    queue_depth="sum(forescale_queue_depth{$selector})",
+    agreement="min by (pool, precision) (forescale_quality_agreement{$selector})",
+    yields_quantiles=True,
+)
+
+VLLM = MetricPreset(
+    name="vllm",
+    description="vLLM OpenAI server (histograms vllm:e2e_request_latency_seconds and vllm:time_to_first_token_seconds)",
+    latency='1000 * histogram_quantile($quantile, sum by (le) (rate({__name__="vllm:e2e_request_latency_seconds_bucket",$selector}[$window])))',
+    ttft='1000 * histogram_quantile($quantile, sum by (le) (rate({__name__="vllm:time_to_first_token_seconds_bucket",$selector}[$window])))',
+    rate='sum(rate({__name__="vllm:request_success_total",$selector}[$window]))',
+    queue_depth='sum({__name__="vllm:num_requests_waiting",$selector})',
+    # vLLM exports no failed-request counter; aborted requests are not errors it counts.
+    error_rate=None,
+    yields_quantiles=True,
+    selector="pod",
+)
+
+TRITON = MetricPreset(
+    name="triton",
+    description="NVIDIA Triton (counters only: latency is a mean, not a quantile)",
+    latency="sum(rate(nv_inference_request_duration_us{$selector}[$window])) / sum(rate(nv_inference_request_success{$selector}[$window])) / 1000",
+    rate="sum(rate(nv_inference_request_success{$selector}[$window])) + sum(rate(nv_inference_request_failure{$selector}[$window]))",
+    error_rate="sum(rate(nv_inference_request_failure{$selector}[$window])) / (sum(rate(nv_inference_request_success{$selector}[$window])) + sum(rate(nv_inference_request_failure{$selector}[$window])))",
+    queue_depth="sum(nv_inference_pending_request_count{$selector})",
+    yields_quantiles=False,
+    selector="pod",
+)
+
+TORCHSERVE = MetricPreset(
+    name="torchserve",
+    description="TorchServe in prometheus metrics mode (counters only: latency is a mean, not a quantile)",
+    latency="sum(rate(ts_inference_latency_microseconds{$selector}[$window])) / sum(rate(ts_inference_requests_total{$selector}[$window])) / 1000",
+    rate="sum(rate(ts_inference_requests_total{$selector}[$window]))",
+    error_rate="sum(rate(Requests5XX{$selector}[$window])) / sum(rate(ts_inference_requests_total{$selector}[$window]))",
+    queue_depth=None,
+    yields_quantiles=False,
+    selector="pod",
+)
+
+PRESETS: dict[str, MetricPreset] = {p.name: p for p in (FORESCALE, VLLM, TRITON, TORCHSERVE)}
+PRESET_NAMES = (*PRESETS, "custom")
+
+
+def custom_preset(latency_query: str, rate_query: str, *, yields_quantiles: bool = True, **optional: str | None) -> MetricPreset:
+    """A preset from user templates (spec.metrics.latencyQuery / rateQuery)."""
+    if not latency_query or not rate_query:
+        raise ValueError("the custom preset needs both latencyQuery and rateQuery")
+    return MetricPreset(
+        name="custom",
+        description="user-supplied PromQL templates",
+        latency=latency_query,
+        rate=rate_query,
+        yields_quantiles=yields_quantiles,
+        error_rate=optional.get("error_rate"),
+        queue_depth=optional.get("queue_depth"),
+        agreement=optional.get("agreement"),
+    )
+
+
+def get_preset(name: str, *, latency_query: str = "", rate_query: str = "") -> MetricPreset:
+    """The preset called `name`; `custom` is built from the two queries."""
+    if name == "custom":
+        return custom_preset(latency_query, rate_query)
+    try:
+        preset = PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown metrics preset {name!r}; choose one of {', '.join(PRESET_NAMES)}") from None
+    # a preset may still have its queries overridden one by one
+    changes = {k: v for k, v in (("latency", latency_query), ("rate", rate_query)) if v}
+    return replace(preset, **changes) if changes else preset
