@@ -36,7 +36,10 @@ def decide(
     time in epoch seconds (never read from a clock here).
     """
     target = spec.slo.target_latency_ms
-    startup = {p: obs.pool(p).startup_seconds or state.startup.get(p) for p in ("a", "b")}
+    startup = {
+        p: obs.pool(p).startup_seconds if obs.pool(p).startup_seconds is not None else state.startup.get(p)
+        for p in ("a", "b")
+    }
     state = replace(state, startup=startup)
     if not obs.metrics_available:
         return preview.wrap(spec, _hold(spec, state, obs, forecast, params), params)

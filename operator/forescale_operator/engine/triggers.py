@@ -81,7 +81,7 @@ def check(
     fired: list[Trigger] = []
 
     if obs.latency_ms is not None and obs.latency_ms > line:
-        fired.append(Trigger(OBSERVED, f"{q} {obs.latency_ms:.0f} ms > {ratio:g} x SLO {target:.0f} ms"))
+        fired.append(Trigger(OBSERVED, f"{q} {obs.latency_ms:.0f} ms > {float(ratio)} x SLO {target:.0f} ms"))
 
     if forecast is not None:
         upper = np.asarray(forecast.upper(LATENCY_MS), dtype=float)
@@ -91,7 +91,7 @@ def check(
             lead = float(forecast.step_times()[i] - now)
             fired.append(Trigger(
                 FORECAST,
-                f"forecast {q} upper band {upper[i]:.0f} ms > {ratio:g} x SLO {target:.0f} ms in {max(lead, 0):.0f} s",
+                f"forecast {q} upper band {upper[i]:.0f} ms > {float(ratio)} x SLO {target:.0f} ms in {max(lead, 0):.0f} s",
             ))
 
     err = error_rate(obs)
