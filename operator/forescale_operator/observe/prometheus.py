@@ -1,0 +1,95 @@
+"""Read a resource's metrics from Prometheus through the predictor's presets.
+
+Queries are built by `forescale_predictor.presets`, which escapes every label
+value taken from a spec or a name, so no string from a spec reaches PromQL
+unescaped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from forescale_predictor.errors import MetricsUnavailable
+from forescale_predictor.forecast_types import LATENCY_MS, RATE
+from forescale_predictor.presets import MetricPreset, get_preset
+from forescale_predictor.prometheus_source import PrometheusSource
+
+from forescale_operator.spec import InferenceSpec
+
+from .base import MetricSample, PoolSample
+
+#: PromQL rate() window: long enough to hold several scrapes, short enough to react.
+DEFAULT_WINDOW = "30s"
+
+
+def preset_for(spec: InferenceSpec) -> MetricPreset:
+    m = spec.metrics
+    return get_preset(m.preset, latency_query=m.latency_query, rate_query=m.rate_query)
+
+
+class PrometheusMetricSource:
+    """Six to twelve instant queries per resource per tick: per pool latency,
+    rate, errors, queue and agreement where the preset has them, and the
+    latency over both pools."""
+
+    name = "prometheus"
+
+    def __init__(self, url: str, *, timeout: float = 3.0, window: str = DEFAULT_WINDOW,
+                 source_factory: Callable[..., Any] = PrometheusSource) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.window = window
+        self._factory = source_factory
+        self._sources: dict[str, Any] = {}
+
+    def _source(self, spec: InferenceSpec):
+        preset = preset_for(spec)
+        key = f"{preset.name}|{preset.latency}|{preset.rate}"
+        if key not in self._sources:
+            self._sources[key] = self._factory(self.url, preset, timeout=self.timeout, retries=0)
+        return self._sources[key]
+
+    def sample(self, namespace: str, name: str, spec: InferenceSpec, now: float) -> MetricSample:
+        source = self._source(spec)
+        q = spec.slo.quantile
+        pools: dict[str, PoolSample] = {}
+        queries = 0
+        try:
+            for pool in ("a", "b"):
+                try:
+                    values = source.current(namespace, name, pool, quantile=q, window=self.window)
+                    queries += 5
+                except MetricsUnavailable as exc:
+                    queries += 1
+                    # A pool that has never served (b at 0 weight) has no series; that
+                    # is "no traffic", not "Prometheus is down". A refused or timed-out
+                    # connection is re-raised by the overall query below.
+                    if "cannot reach" in str(exc) or "did not answer" in str(exc):
+                        raise
+                    pools[pool] = PoolSample()
+                    continue
+                pools[pool] = PoolSample(
+                    latency_ms=_finite(values.get(LATENCY_MS)),
+                    rate_rps=_finite(values.get(RATE)),
+                    error_rate=_finite(values.get("error_rate")),
+                    queue_depth=_finite(values.get("queue_depth")),
+                    agreement=_finite(values.get("agreement")),
+                )
+            overall = source.current(namespace, name, None, quantile=q, window=self.window)
+            queries += 5
+        except MetricsUnavailable as exc:
+            return MetricSample(time=now, available=False, pools=pools, error=str(exc), queries=queries)
+        return MetricSample(
+            time=now,
+            available=True,
+            pools=pools,
+            latency_ms=_finite(overall.get(LATENCY_MS)),
+            rate_rps=_finite(overall.get(RATE)),
+            queries=queries,
+        )
+
+
+def _finite(value: float | None) -> float | None:
+    if value is None or value != value or value in (float("inf"), float("-inf")):
+        return None
+    return float(value)

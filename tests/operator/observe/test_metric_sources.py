@@ -1,0 +1,102 @@
+"""Metric sources: the factory's choice, the no-op, and the Prometheus source over an injected client."""
+
+from __future__ import annotations
+
+import pytest
+
+from forescale_operator.observe import PoolSample, build_observations, make_metric_source
+from forescale_operator.observe.noop import NoopMetricSource
+from forescale_operator.observe.observations import PoolState
+from forescale_operator.observe.prometheus import PrometheusMetricSource
+from forescale_operator.spec import parse_spec
+from forescale_predictor.errors import MetricsUnavailable
+
+TEMPLATE = {"spec": {"containers": [{"name": "server", "image": "forescale/server:dev"}]}}
+
+
+def _spec(**metrics):
+    return parse_spec({
+        "slo": {"targetLatencyMs": 200},
+        "pools": {"a": {"minReplicas": 1, "maxReplicas": 4, "template": TEMPLATE}, "b": {"template": TEMPLATE}},
+        "traffic": {"router": "none"},
+        "metrics": metrics,
+    })
+
+
+@pytest.mark.parametrize(
+    "spec_url, default_url, expected",
+    [
+        (None, None, "none"),
+        (None, "http://prom:9090", "http://prom:9090"),
+        ("http://mine:9090", "http://prom:9090", "http://mine:9090"),
+    ],
+)
+def test_factory_prefers_the_spec(spec_url, default_url, expected):
+    spec = _spec(**({"prometheusUrl": spec_url} if spec_url else {}))
+    built = []
+    source = make_metric_source(spec, default_url, build=lambda url: built.append(url) or NoopMetricSource(url))
+    assert (built[0] if built else source.name) == expected
+
+
+def test_factory_caches_per_url():
+    cache = {}
+    spec = _spec()
+    first = make_metric_source(spec, "http://p:9090", cache=cache, build=lambda url: NoopMetricSource(url))
+    second = make_metric_source(spec, "http://p:9090", cache=cache, build=lambda url: NoopMetricSource("other"))
+    assert first is second
+
+
+def test_noop_is_unavailable_with_a_reason():
+    sample = NoopMetricSource().sample("ml", "chat", _spec(), 10.0)
+    assert not sample.available and "FORESCALE_PROMETHEUS_URL" in sample.error
+
+
+class FakeSource:
+    """Stands in for forescale_predictor's PrometheusSource: answers per pool from a table."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.calls = []
+
+    def current(self, namespace, deployment, pool, *, quantile, window):
+        self.calls.append((namespace, deployment, pool, quantile))
+        answer = self.answers[pool]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+@pytest.mark.parametrize(
+    "answers, available, pool_b, error_part",
+    [
+        ({"a": {"latency_ms": 80.0, "rate": 20.0, "agreement": 0.99}, "b": {"latency_ms": 40.0, "rate": 5.0},
+          None: {"latency_ms": 75.0, "rate": 25.0}}, True, PoolSample(latency_ms=40.0, rate_rps=5.0), None),
+        # pool b has served nothing yet: no series, but Prometheus is up
+        ({"a": {"latency_ms": 80.0, "rate": 20.0}, "b": MetricsUnavailable("Prometheus at x returned no sample for 'q'"),
+          None: {"latency_ms": 80.0, "rate": 20.0}}, True, PoolSample(), None),
+        # Prometheus down: unavailable, with the reason
+        ({"a": MetricsUnavailable("cannot reach Prometheus at http://p:9090: connection refused"), "b": {}, None: {}},
+         False, PoolSample(), "connection refused"),
+        # NaN latency (no requests in the window) is "unknown", not a number
+        ({"a": {"latency_ms": float("nan"), "rate": 0.0}, "b": {"latency_ms": float("inf"), "rate": 0.0},
+          None: {"latency_ms": float("nan"), "rate": 0.0}}, True, PoolSample(rate_rps=0.0), None),
+    ],
+)
+def test_prometheus_source(answers, available, pool_b, error_part):
+    fake = FakeSource(answers)
+    source = PrometheusMetricSource("http://p:9090", source_factory=lambda *a, **k: fake)
+    sample = source.sample("ml", "chat", _spec(), 100.0)
+    assert sample.available is available
+    assert sample.pool("b") == pool_b
+    if error_part:
+        assert error_part in sample.error
+    assert all(call[:2] == ("ml", "chat") and call[3] == 0.99 for call in fake.calls)
+
+
+def test_observations_join_api_and_metrics():
+    fake = FakeSource({"a": {"latency_ms": 300.0, "rate": 50.0, "error_rate": 0.01, "queue_depth": 4.0}, "b": {"latency_ms": 30.0, "rate": 1.0},
+                       None: {"latency_ms": 290.0, "rate": 51.0}})
+    sample = PrometheusMetricSource("http://p:9090", source_factory=lambda *a, **k: fake).sample("ml", "chat", _spec(), 5.0)
+    obs = build_observations(sample, PoolState(3, 2, "fp16", 12.0), PoolState(1, 1, "int8"))
+    assert (obs.a.replicas, obs.a.ready_replicas, obs.a.latency_ms, obs.a.queue_depth, obs.a.startup_seconds) == (3, 2, 300.0, 4.0, 12.0)
+    assert (obs.b.precision, obs.rate_rps, obs.latency_ms, obs.metrics_available) == ("int8", 51.0, 290.0, True)
