@@ -22,6 +22,7 @@ CASES = [
     ("bad-alert-duration.yaml", "metrics.prometheusRule.emergencyTooLong.after: Does not match pattern"),
     ("bad-image-digest.yaml", "image.digest: Does not match pattern"),
     ("port-out-of-range.yaml", "operator.metricsPort: Must be less than or equal to 65535"),
+    ("ratio-not-number.yaml", "metrics.prometheusRule.forecastErrorHigh.ratio: Does not match pattern"),
     ("tag-not-string.yaml", "image.tag: Invalid type. Expected: string, given: number"),
     ("replicas-without-peering.yaml", "operator.replicas is 3 but operator.peering.enabled is false"),
     ("same-ports.yaml", "operator.metricsPort and operator.healthPort are both 8081"),

@@ -1,0 +1,40 @@
+"""The metric names the dashboard and alerts may use: the operator's (fixed by the
+operator's metrics exporter) and the model server's (DESIGN.md §4)."""
+
+import re
+
+OPERATOR_METRICS = {
+    "forescale_operator_phase",
+    "forescale_operator_forecast_latency_ms",
+    "forescale_operator_forecast_peak_latency_ms",
+    "forescale_operator_forecast_peak_rate_rps",
+    "forescale_operator_forecast_rate_rps",
+    "forescale_operator_observed_latency_ms",
+    "forescale_operator_slo_target_ms",
+    "forescale_operator_observed_rate_rps",
+    "forescale_operator_desired_replicas",
+    "forescale_operator_ready_replicas",
+    "forescale_operator_weight_percent",
+    "forescale_operator_decision_duration_seconds_bucket",
+    "forescale_operator_decision_duration_seconds_sum",
+    "forescale_operator_decision_duration_seconds_count",
+    "forescale_operator_forecast_error_ms",
+    "forescale_operator_metrics_available",
+    "forescale_operator_cutback_step",
+    "forescale_operator_phase_since_seconds",
+}
+SERVER_METRICS = {
+    "forescale_request_duration_seconds_bucket",
+    "forescale_request_duration_seconds_sum",
+    "forescale_request_duration_seconds_count",
+    "forescale_requests_total",
+    "forescale_quality_agreement",
+}
+KNOWN_METRICS = OPERATOR_METRICS | SERVER_METRICS
+
+_NAME = re.compile(r"\bforescale_[a-z0-9_]+")
+
+
+def metric_names(expr: str) -> set[str]:
+    """The forescale_* metric names an expression reads."""
+    return set(_NAME.findall(expr))
