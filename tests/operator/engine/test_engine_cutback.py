@@ -1,0 +1,152 @@
+"""Rule 4: recovery, the cut-back steps, the capacity gate, abort, completion, restart from status."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from forescale_operator.engine import ActionKind, EngineState
+from forescale_operator.phase import Phase
+from forescale_operator.reasons import Reason
+
+from conftest import build_forecast, build_obs, build_spec
+
+INT8 = {"precision": "int8"}
+
+
+class Scenario:
+    """Drives the engine tick by tick, feeding back the weights and state it decided."""
+
+    def __init__(self, tick, spec=None, restart_every_tick: bool = False):
+        self.tick, self.spec, self.restart = tick, spec or build_spec(), restart_every_tick
+        self.state, self.decisions = EngineState(), []
+
+    def at(self, t: float, latency: float, rate: float = 300.0, a=(8, 8), b=(2, 2), a_extra=None):
+        w = self.state.weights
+        obs = build_obs(t=t, rate=rate, latency=latency, a=a, b=b, weights=(w["a"], w["b"]), a_extra=a_extra)
+        d = self.tick(self.spec, self.state, obs, build_forecast(t, rate))
+        # A restart persists the state as JSON in status and reads it back.
+        self.state = EngineState.from_status(json.loads(json.dumps(d.state.to_status()))) if self.restart else d.state
+        self.decisions.append(d)
+        return d
+
+
+def _emergency(tick, **kw) -> Scenario:
+    s = Scenario(tick, **kw)
+    d = s.at(0.0, latency=450.0)
+    assert d.phase is Phase.EMERGENCY and d.weights == {"a": 70, "b": 30}
+    return s
+
+
+def test_recovery_waits_for_the_stable_period(tick):
+    s = _emergency(tick)
+    d = s.at(15.0, latency=150.0, a_extra=INT8)
+    assert d.phase is Phase.RECOVERING and d.weights["b"] == 30 and d.events == ()
+    assert any("recovering: p99 150 ms <= SLO 200 ms for 0 of 120 s" in r for r in d.reasons)
+    d = s.at(120.0, latency=150.0, a_extra=INT8)
+    assert d.phase is Phase.RECOVERING
+    d = s.at(135.0, latency=150.0, a_extra=INT8)
+    assert [e.reason for e in d.events][:2] == [Reason.RECOVERED, Reason.CUTBACK_STEP]
+    assert "Declare recovery: p99 150 ms <= SLO 200 ms for 120 s" in d.events[0].message
+    assert d.phase is Phase.CUTTING_BACK and d.weights == {"a": 80, "b": 20}
+
+
+def test_latency_back_over_the_target_while_recovering_returns_to_emergency(tick):
+    s = _emergency(tick)
+    s.at(15.0, latency=150.0, a_extra=INT8)
+    d = s.at(60.0, latency=250.0, a_extra=INT8)
+    assert d.phase is Phase.EMERGENCY and d.state.under_slo_since is None
+    d = s.at(75.0, latency=150.0, a_extra=INT8)
+    d = s.at(180.0, latency=150.0, a_extra=INT8)
+    assert d.phase is Phase.RECOVERING  # the stable period restarted at 75 s
+
+
+def _cutting_back(tick, **kw) -> Scenario:
+    s = _emergency(tick, **kw)
+    s.at(15.0, latency=150.0, a_extra=INT8)
+    d = s.at(135.0, latency=150.0, a_extra=INT8)
+    assert d.weights["b"] == 20
+    return s
+
+
+@pytest.mark.parametrize(
+    "t, want_b, stepped",
+    [
+        pytest.param(150.0, 20, False, id="inside-interval-waits"),
+        pytest.param(194.0, 20, False, id="just-before-interval"),
+        pytest.param(195.0, 10, True, id="interval-reached-steps"),
+    ],
+)
+def test_cutback_steps_every_interval(tick, t, want_b, stepped):
+    s = _cutting_back(tick)
+    d = s.at(t, latency=150.0, a_extra=INT8)
+    assert d.weights["b"] == want_b
+    assert (Reason.CUTBACK_STEP in [e.reason for e in d.events]) is stepped
+    if stepped:
+        step = d.actions[0]
+        assert step.kind is ActionKind.SHIFT_TRAFFIC and step.params == {"weights": {"a": 90, "b": 10}}
+        assert step.message.startswith("Move 10% back to chat-a (a 90%, b 10%): a ready capacity")
+        assert d.state.cutback_step == 2 and d.state.cutback_next_at == t + 60
+
+
+def test_a_step_waits_for_a_ready_capacity(tick):
+    s = _cutting_back(tick)
+    # Only 2 A pods ready at int8 (83 rps each): 167 rps < 90% of 300 rps.
+    d = s.at(195.0, latency=150.0, a=(8, 2), a_extra=INT8)
+    assert d.weights["b"] == 20 and Reason.CUTBACK_STEP not in [e.reason for e in d.events]
+    reason = next(r for r in d.reasons if r.startswith("cut-back waits"))
+    assert "< 270 rps for a 90%" in reason
+    d = s.at(210.0, latency=150.0, a=(8, 8), a_extra=INT8)
+    assert d.weights["b"] == 10  # A's pods became ready: the step is taken at once
+
+
+def test_abort_returns_to_the_emergency_split(tick):
+    s = _cutting_back(tick)
+    d = s.at(150.0, latency=260.0, a_extra=INT8)
+    assert d.phase is Phase.EMERGENCY and d.weights == {"a": 70, "b": 30}
+    aborted = next(e for e in d.events if e.reason is Reason.CUTBACK_ABORTED)
+    assert aborted.type == "Warning"
+    assert "Abort the cut-back at step 1 (b 20%): p99 260 ms > SLO 200 ms; back to b 30%" in aborted.message
+    assert d.actions[0].params == {"weights": {"a": 70, "b": 30}}
+    assert d.state.cutback_step == 0
+
+
+def test_completion_restores_precision(tick):
+    s = _cutting_back(tick)
+    s.at(195.0, latency=150.0, a_extra=INT8)
+    d = s.at(255.0, latency=150.0, a_extra=INT8)
+    assert d.weights == {"a": 100, "b": 0}
+    assert [e.reason for e in d.events][:3] == [Reason.CUTBACK_STEP, Reason.CUTBACK_COMPLETED, Reason.PRECISION_RESTORED]
+    assert "Complete the cut-back after 3 steps: all traffic on chat-a" in d.events[1].message
+    restore = [a for a in d.actions if a.kind is ActionKind.RESTORE_PRECISION]
+    assert restore and restore[0].params == {"precision": "fp16"} and restore[0].pool == "a"
+    assert d.runtime_precision["a"] == "fp16" and d.state.runtime_precision_a is None
+    assert d.phase in (Phase.STABLE, Phase.SCALING) and d.conditions["Emergency"][0] == "False"
+    after = s.at(270.0, latency=120.0)
+    assert after.actions == () and after.phase not in (Phase.EMERGENCY, Phase.CUTTING_BACK)
+
+
+def test_an_unshifted_incident_completes_at_recovery(tick):
+    # B's agreement kept traffic on A: recovery ends the incident without steps.
+    s = Scenario(tick)
+    obs_b = {"agreement": 0.9}
+    w = build_obs(t=0.0, rate=300.0, latency=450.0, a=(8, 8), b=(2, 2), b_extra=obs_b)
+    d = tick(s.spec, s.state, w, build_forecast(0.0, 300.0))
+    assert d.weights["b"] == 0
+    d = tick(s.spec, d.state, build_obs(t=15.0, latency=150.0, a=(8, 8), b=(2, 2), b_extra=obs_b, a_extra=INT8), None)
+    d = tick(s.spec, d.state, build_obs(t=135.0, latency=150.0, a=(8, 8), b=(2, 2), b_extra=obs_b, a_extra=INT8), None)
+    assert [e.reason for e in d.events] == [Reason.RECOVERED, Reason.CUTBACK_COMPLETED, Reason.PRECISION_RESTORED]
+
+
+def test_a_restart_from_status_resumes_at_the_same_step(tick):
+    plan = [(0.0, 450.0), (15.0, 150.0), (135.0, 150.0), (150.0, 150.0), (195.0, 150.0), (210.0, 260.0),
+            (225.0, 150.0), (345.0, 150.0), (405.0, 150.0), (465.0, 150.0), (525.0, 150.0)]
+    live, restarted = Scenario(tick), Scenario(tick, restart_every_tick=True)
+    for t, latency in plan:
+        a = live.at(t, latency, a_extra=INT8 if t else None)
+        b = restarted.at(t, latency, a_extra=INT8 if t else None)
+        assert a.to_dict() == b.to_dict(), f"decisions differ at t={t}"
+    reasons = [e.reason for d in live.decisions for e in d.events]
+    assert Reason.CUTBACK_ABORTED in reasons and reasons.count(Reason.RECOVERED) == 2
+    assert live.decisions[-1].weights == {"a": 100, "b": 0}
