@@ -100,8 +100,10 @@ def start(
     # 1. Shift to B, within its gates.
     wanted = spec.traffic.emergency_weight_percent
     if limit.percent > 0:
-        capped = f" (capped from {wanted}%: {limit.limited_by})" if limit.limited_by else ""
-        msg = f"Shift {limit.percent}% to {b}: {trigger}; b ready capacity {limit.ready_capacity:.0f} rps{capped}"
+        if limit.limited_by:
+            msg = f"Shift {limit.percent}% to {b}: {trigger}; {limit.limited_by}, not {wanted}%"
+        else:
+            msg = f"Shift {limit.percent}% to {b}: {trigger}; b ready capacity {limit.ready_capacity:.0f} rps"
         result.actions.append(shift_action(limit.percent, msg))
         result.events.append(Event(Reason.TRAFFIC_SHIFTED, msg))
     elif wanted > 0:

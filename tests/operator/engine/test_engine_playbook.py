@@ -118,7 +118,7 @@ def test_optional_steps_are_skipped_when_switched_off(tick, spec_over, missing_e
     "b_ready, b_agreement, rate, want_b, text",
     [
         pytest.param(2, 0.99, 300.0, 30, "b ready capacity 167 rps", id="full-shift"),
-        pytest.param(1, 0.99, 400.0, 20, "capped from 30%: b ready capacity 83 rps (1 pods) takes 20% of 400 rps", id="capacity-caps"),
+        pytest.param(1, 0.99, 400.0, 20, "b ready capacity 83 rps (1 pods) takes 20% of 400 rps, not 30%", id="capacity-caps"),
         pytest.param(0, 0.99, 300.0, 0, "Skip the shift to chat-b, keep 0%: b ready capacity 0 rps", id="b-not-ready"),
         pytest.param(2, 0.95, 300.0, 0, "Skip the shift to chat-b, keep 0%: b agreement 0.950 < minAgreement 0.97",
                      id="agreement-gate"),
