@@ -149,6 +149,24 @@ def unused_permissions(rules: Iterable[Grant], calls: Iterable[ApiCall]) -> set[
     return granted - used
 
 
+def call_from_record(record: object) -> ApiCall:
+    """An ApiCall from a record of the emulated API server's request log.
+
+    Accepts `forescale_devcluster.request_log.RequestRecord` objects or their
+    JSON-lines dicts (verb, api_group, resource, subresource, namespace, name),
+    where "" stands for no namespace or no name.
+    """
+    get = record.get if isinstance(record, dict) else lambda key, default=None: getattr(record, key, default)
+    return ApiCall(
+        verb=get("verb"),
+        group=get("api_group", get("group", "")) or "",
+        resource=get("resource"),
+        subresource=get("subresource", "") or "",
+        namespace=get("namespace") or None,
+        name=get("name") or None,
+    )
+
+
 def call_from_request(method: str, url: str) -> ApiCall | None:
     """The RBAC view of one HTTP request to the API server, or None for discovery and other non-resource URLs.
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from chart_tools import NAMESPACE, render
-from rbac_rules import ApiCall, call_from_request, denied_calls, load_grants, rbac_allows, unused_permissions
+from rbac_rules import ApiCall, call_from_record, call_from_request, denied_calls, load_grants, rbac_allows, unused_permissions
 
 SA_NAME = "forescale"  # release "forescale": the full name is the release name
 ADMIN_SECRET = "forescale-admin"
@@ -142,7 +142,7 @@ def test_router_permissions_follow_values():
 
 
 def _read_call_log(path: Path) -> list[ApiCall]:
-    """JSON lines, each {"method": ..., "path": ...} (the request line) or the ApiCall fields."""
+    """JSON lines: the emulated API server's request records, or {"method": ..., "path": ...} request lines."""
     calls = []
     for line in path.read_text().splitlines():
         if not line.strip():
@@ -151,14 +151,32 @@ def _read_call_log(path: Path) -> list[ApiCall]:
         if "method" in entry:
             call = call_from_request(entry["method"], entry.get("path") or entry["url"])
         else:
-            call = ApiCall(**entry)
+            call = call_from_record(entry)
         if call is not None:
             calls.append(call)
     return calls
 
 
+def test_call_log_reader_takes_both_formats(tmp_path):
+    log = tmp_path / "calls.jsonl"
+    log.write_text(
+        '{"verb": "watch", "api_group": "forescale.io", "resource": "inferencedeployments", "subresource": "", "namespace": "", "name": "", "status": 200}\n'
+        '\n'
+        '{"method": "PATCH", "path": "/apis/forescale.io/v1alpha1/namespaces/ml/inferencedeployments/chat/status"}\n'
+        '{"method": "GET", "path": "/apis"}\n'
+    )
+    assert _read_call_log(log) == [
+        ApiCall("watch", "forescale.io", "inferencedeployments"),
+        ApiCall("patch", "forescale.io", "inferencedeployments", "status", "ml", "chat"),
+    ]
+
+
 def test_recorded_operator_calls_are_allowed():
-    """The calls the real operator made against the emulated API server (cluster mode)."""
+    """The calls the real operator made against the emulated API server (cluster mode).
+
+    FORESCALE_RBAC_CALL_LOG names the JSON-lines file that
+    forescale_devcluster.request_log.RequestLog(path) writes during an operator run.
+    """
     log = os.environ.get("FORESCALE_RBAC_CALL_LOG")
     if not log:
         pytest.skip("FORESCALE_RBAC_CALL_LOG is not set: no recorded log of the operator's API calls to check")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rbac_rules import ApiCall, Grant, call_from_request, denied_calls, load_grants, rbac_allows, unused_permissions
+from rbac_rules import ApiCall, Grant, call_from_record, call_from_request, denied_calls, load_grants, rbac_allows, unused_permissions
 
 DEPLOY_RULE = {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list", "patch"]}
 STATUS_RULE = {"apiGroups": ["forescale.io"], "resources": ["inferencedeployments/status"], "verbs": ["patch"]}
@@ -122,3 +122,23 @@ def test_denied_and_unused():
     ]
     assert denied_calls(grants, calls) == [calls[1]]
     assert unused_permissions(grants, calls) == {("apps", "deployments", "list"), ("apps", "deployments", "patch")}
+
+
+@pytest.mark.parametrize(
+    ("record", "call"),
+    [
+        ({"verb": "list", "api_group": "", "resource": "pods", "subresource": "", "namespace": "ml", "name": ""},
+         ApiCall("list", "", "pods", namespace="ml")),
+        ({"verb": "patch", "api_group": "kopf.dev", "resource": "clusterkopfpeerings", "subresource": "", "namespace": "", "name": "forescale"},
+         ApiCall("patch", "kopf.dev", "clusterkopfpeerings", name="forescale")),
+    ],
+)
+def test_call_from_record_dicts(record, call):
+    assert call_from_record(record) == call
+
+
+def test_call_from_record_objects():
+    """The emulated API server's RequestRecord objects convert directly."""
+    request_log = pytest.importorskip("forescale_devcluster.request_log")
+    record = request_log.RequestRecord("patch", "forescale.io", "inferencedeployments", "status", "ml", "chat", 200)
+    assert call_from_record(record) == ApiCall("patch", "forescale.io", "inferencedeployments", "status", "ml", "chat")
