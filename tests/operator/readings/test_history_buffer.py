@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from forescale_operator.observe import HistoryBuffer
+from forescale_operator.readings import HistoryBuffer
 from forescale_predictor.forecast_types import LATENCY_MS, RATE, History
 
 

@@ -1,4 +1,4 @@
-"""Observation: what the operator reads each tick before it decides.
+"""Readings: the metrics the operator reads each tick before it decides.
 
 Prometheus -> metric source (one interface, one implementation per file, a
 no-op, a factory) -> a `MetricSample` -> `Observations` for the engine and a

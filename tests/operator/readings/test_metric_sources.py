@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from forescale_operator.observe import PoolSample, build_observations, make_metric_source
-from forescale_operator.observe.noop import NoopMetricSource
-from forescale_operator.observe.observations import PoolState
-from forescale_operator.observe.prometheus import PrometheusMetricSource
+from forescale_operator.readings import PoolSample, build_observations, make_metric_source
+from forescale_operator.readings.noop import NoopMetricSource
+from forescale_operator.readings.observations import PoolState
+from forescale_operator.readings.prometheus import PrometheusMetricSource
 from forescale_operator.spec import parse_spec
 from forescale_predictor.errors import MetricsUnavailable
 
