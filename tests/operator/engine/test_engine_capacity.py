@@ -1,0 +1,72 @@
+"""Rule 1: per-pod capacity at the SLO, learned per pool and precision, with its fallback."""
+
+from __future__ import annotations
+
+import pytest
+
+from forescale_operator.engine import CapacityEstimate, EngineParams, PoolObservation
+from forescale_operator.engine.capacity import capacity_for, learn
+
+PARAMS = EngineParams(fallback_capacity_rps=50.0, min_capacity_samples=3)
+SLO = 200.0
+
+
+def _pool(rate: float | None, latency: float | None, ready: int = 4) -> PoolObservation:
+    return PoolObservation(replicas=ready, ready_replicas=ready, rate_rps=rate, latency_ms=latency)
+
+
+def _learn_all(samples, precision="fp16", capacity=None):
+    capacity = capacity or {}
+    for rate, latency in samples:
+        capacity = learn(capacity, "a", precision, _pool(rate, latency), SLO, PARAMS)
+    return capacity
+
+
+@pytest.mark.parametrize(
+    "precision, want",
+    [("fp16", 50.0), ("bf16", 50.0), ("int8", 50.0 / 0.6), ("fp32", 25.0)],
+)
+def test_fallback_before_enough_samples_scales_by_precision(precision, want):
+    assert capacity_for({}, "a", precision, PARAMS) == pytest.approx(want)
+
+
+@pytest.mark.parametrize(
+    "samples, want",
+    [
+        # 4 pods at 240 rps under the SLO: 60 rps per pod proven, above the 50 fallback
+        pytest.param([(240.0, 150.0)], 60.0, id="proven-rate-beats-fallback-at-once"),
+        pytest.param([(80.0, 150.0)], 50.0, id="low-load-keeps-fallback"),
+        pytest.param([(240.0, 150.0)] * 3, 60.0, id="learned-after-min-samples"),
+        # over the SLO at 60 rps per pod: bound 60 x 200/400 = 30; three samples pull 50 towards it
+        pytest.param([(240.0, 400.0)] * 3, 50.0 - 20.0 * (1 - 0.7**3), id="over-slo-pulls-down-smoothly"),
+        # 10x over the SLO is bounded by min_overload_factor 0.5 x 60 = 30, not 6
+        pytest.param([(240.0, 2000.0)] * 3, 50.0 - 20.0 * (1 - 0.7**3), id="saturated-queue-is-bounded"),
+        pytest.param([(None, 150.0), (240.0, None), (0.0, 100.0)] * 2, 50.0, id="incomplete-samples-teach-nothing"),
+    ],
+)
+def test_learning_from_samples(samples, want):
+    capacity = _learn_all(samples)
+    assert capacity_for(capacity, "a", "fp16", PARAMS) == pytest.approx(want)
+
+
+def test_relaxes_back_after_an_incident_but_only_to_a_sustained_rate():
+    capacity = _learn_all([(280.0, 150.0)] * 3)  # 70 rps per pod sustained
+    capacity = _learn_all([(240.0, 600.0)] * 5, capacity=capacity)  # incident: pulled well under 70
+    low = capacity_for(capacity, "a", "fp16", PARAMS)
+    assert low < 45.0
+    capacity = _learn_all([(100.0, 60.0)] * 60, capacity=capacity)  # calm: 25 rps per pod at 60 ms
+    relaxed = capacity_for(capacity, "a", "fp16", PARAMS)
+    assert low < relaxed <= 70.0 and relaxed == pytest.approx(70.0, abs=3.0)
+
+
+def test_another_precision_borrows_the_learned_estimate():
+    capacity = _learn_all([(240.0, 150.0)] * 3)
+    # 60 rps per pod learned at fp16 -> 100 at int8 before int8 has its own samples
+    assert capacity_for(capacity, "a", "int8", PARAMS) == pytest.approx(100.0)
+    assert capacity_for(capacity, "b", "int8", PARAMS) == pytest.approx(50.0 / 0.6)  # pools never share
+
+
+def test_estimates_are_kept_per_pool_and_precision():
+    capacity = learn({}, "b", "int8", _pool(400.0, 100.0), SLO, PARAMS)
+    assert set(capacity) == {"b/int8"}
+    assert capacity["b/int8"] == CapacityEstimate(rps=100.0, ceiling=100.0, samples=1)
