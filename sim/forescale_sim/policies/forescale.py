@@ -1,0 +1,154 @@
+"""Forescale: the operator's own decision engine (forescale_operator.engine,
+the same `decide` the operator runs) driven by the real predictor.
+
+Every `forecast.stepSeconds` the policy builds the engine's Observations from
+the simulated cluster (per pool: replicas, ready pods, request rate, the SLO
+quantile of latency of the requests completed in the last step, the share
+rejected or failed, the requests waiting for their first token, the
+agreement from AGREEMENT below, the runtime precision and the last measured
+start-up), asks the forecaster for the next horizon from the rate and
+latency history on the same step, and applies the Decision: desired
+replicas of both pools, the route weights and pool A's runtime precision.
+Playbook actions with no effect on serving in this model (cache warm-up,
+debug logging, the snapshot) are recorded as events only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Mapping
+
+import numpy as np
+
+from forescale_operator.engine import EngineParams, EngineState, Observations, PoolObservation, decide
+from forescale_operator.spec import InferenceSpec
+from forescale_predictor import History
+
+from .base import Command, View
+
+#: Agreement with fp32 the simulated servers report per precision. An
+#: assumption of the simulator: fp16/bf16 agree almost always; int8 typically
+#: loses 1-2 points of top-1 agreement, staying over the default minAgreement 0.97.
+AGREEMENT: Mapping[str, float] = {"fp32": 1.0, "fp16": 0.999, "bf16": 0.998, "int8": 0.985}
+
+#: The replay's clock starts at this epoch second (the engine and the
+#: forecaster see epoch times; only differences matter).
+EPOCH0 = 1_700_000_000.0
+
+#: How much history the forecaster is given (it takes the lookback it needs).
+HISTORY_STEPS = 240
+
+
+def replay_spec(slo_ms: float, quantile: float, max_replicas: int, b_max_replicas: int,
+                b_cost_weight: float = 1.0, **overrides: Any) -> dict:
+    """The InferenceDeployment spec the replay runs Forescale with: the SLO, pool
+    A at fp16 and pool B at int8 on the same GPU, a Gateway API route, and every
+    other field at its default."""
+    template = {"spec": {"containers": [{"name": "server", "image": "forescale/model-server:replay"}]}}
+    spec = {
+        "slo": {"targetLatencyMs": slo_ms, "quantile": quantile},
+        "pools": {
+            "a": {"minReplicas": 1, "maxReplicas": max_replicas, "precision": "fp16", "template": template},
+            "b": {"minReplicas": 1, "maxReplicas": b_max_replicas, "precision": "int8",
+                  "costWeight": b_cost_weight, "template": template},
+        },
+        "traffic": {"router": "gatewayapi", "parentRefs": [{"name": "replay-gateway"}]},
+    }
+    spec.update(overrides)
+    return spec
+
+
+class ForescalePolicy:
+    """The engine plus a forecaster, on both pools."""
+
+    name = "forescale"
+
+    def __init__(self, spec: InferenceSpec, forecaster, params: EngineParams, target_per_pod: float) -> None:
+        self.spec = spec
+        self.forecaster = forecaster
+        self.params = params
+        self.target_per_pod = target_per_pod
+        self.interval_seconds = float(spec.forecast.step_seconds)
+        self.state = EngineState()
+        self.times: list[float] = []
+        self.rates: list[float] = []
+        self.latencies: list[float] = []
+        self.events: list[str] = []
+        self.phases: Counter[str] = Counter()
+        self.forecast_models: Counter[str] = Counter()
+        self.reasons: list[str] = []
+        self.last_decision = None
+
+    def start(self, view: View) -> Command:
+        """Warm start: A sized for the first minute at the learned-capacity fallback, B at its minimum."""
+        rate = view.rate(None, 60.0)
+        cap = self.params.fallback_capacity_rps
+        a = int(np.clip(np.ceil(rate / (cap * self.params.target_utilization)), self.spec.a.min_replicas, self.spec.a.max_replicas))
+        return Command({"a": a, "b": self.spec.b.min_replicas}, weights={"a": 100, "b": 0})
+
+    def _pool(self, view: View, pool: str, step: float) -> PoolObservation:
+        startups = view.startups(pool)
+        precision = view.precision(pool)
+        return PoolObservation(
+            replicas=view.replicas(pool),
+            ready_replicas=view.ready(pool),
+            rate_rps=view.rate(pool, step),
+            latency_ms=view.latency_ms(pool, step),
+            error_rate=view.error_rate(pool, step),
+            queue_depth=view.queue_depth(pool),
+            agreement=AGREEMENT.get(precision),
+            precision=precision,
+            startup_seconds=startups[-1] if startups else None,
+        )
+
+    def observe(self, view: View) -> Observations:
+        """The engine's inputs at `view.now`, from the last step of the simulated cluster."""
+        step = self.interval_seconds
+        return Observations(
+            time=EPOCH0 + view.now,
+            a=self._pool(view, "a", step),
+            b=self._pool(view, "b", step),
+            metrics_available=True,
+            latency_ms=view.latency_ms(None, step),
+            rate_rps=view.rate(None, step),
+        )
+
+    def decide(self, view: View) -> Command:
+        now = EPOCH0 + view.now
+        obs = self.observe(view)
+        self.times.append(now)
+        self.rates.append(obs.rate_rps if obs.rate_rps is not None else np.nan)
+        self.latencies.append(obs.latency_ms if obs.latency_ms is not None else np.nan)
+        forecast = None
+        if len(self.times) >= 2:
+            k = slice(-HISTORY_STEPS, None)
+            history = History(
+                step_seconds=self.interval_seconds,
+                times=np.asarray(self.times[k]),
+                features={"rate": np.asarray(self.rates[k]), "latency_ms": np.asarray(self.latencies[k])},
+            )
+            forecast = self.forecaster.forecast(history)
+            self.forecast_models[forecast.model] += 1
+        decision = decide(self.spec, self.state, obs, forecast, now, self.params)
+        self.state = decision.state
+        self.last_decision = decision
+        self.phases[decision.phase.value] += int(self.interval_seconds)
+        self.events += [e.reason.value for e in decision.events]
+        for reason in decision.reasons:
+            if reason not in self.reasons[-20:]:
+                self.reasons.append(reason)
+        return Command(
+            replicas=dict(decision.desired_replicas),
+            weights=dict(decision.weights),
+            precision={"a": decision.runtime_precision["a"]},
+        )
+
+    def extras(self) -> dict:
+        """What the report adds for this policy: phases, event counts, forecast models used."""
+        return {
+            "phase_seconds": dict(self.phases),
+            "events": dict(Counter(self.events)),
+            "forecast_models": dict(self.forecast_models),
+            "degraded": self.phases.get("Degraded", 0) > 0,
+            "reasons": self.reasons[-5:],
+        }

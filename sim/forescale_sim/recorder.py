@@ -1,0 +1,140 @@
+"""What a replay measured, tick by tick and request by request, and the
+read-only view of it that policies decide from (only the past is visible)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .metrics import WINDOW_SECONDS
+
+POOL_INDEX = {"a": 0, "b": 1}
+
+
+class Recorder:
+    """Per-tick counts per pool, plus per-request TTFTs for request traces.
+
+    A request's latency becomes visible to policies when it completes (its
+    first token, or its rejection at the timeout), as a Prometheus histogram
+    sees it, never at its arrival."""
+
+    def __init__(self, ticks: int, n_requests: int, quantile: float, slo_ms: float, timeout_s: float) -> None:
+        self.ticks = ticks
+        self.quantile = quantile
+        self.slo_s = slo_ms / 1000.0
+        self.timeout_s = timeout_s
+        self.arrivals = np.zeros((2, ticks))
+        self.over = np.zeros((2, ticks))  # fluid pools only; request pools derive it
+        self.rejected = np.zeros((2, ticks))
+        self.latency_ms = np.full((2, ticks), np.nan)  # fluid pools: the tick's quantile
+        self.backlog = np.zeros((2, ticks))
+        self.req_arrival = np.full(n_requests, np.nan)
+        self.req_pool = np.full(n_requests, -1, dtype=np.int8)
+        self.req_latency = np.full(n_requests, np.nan)  # seconds; inf = rejected or failed
+        self.req_done = np.full(n_requests, np.inf)
+        # per-tick state for plots
+        self.replicas = np.zeros((2, ticks))
+        self.ready = np.zeros((2, ticks))
+        self.weight_b = np.zeros(ticks)
+
+    # --- writing ---------------------------------------------------------
+    def request(self, index: int, pool: str, arrival: float, latency_s: float | None) -> None:
+        p = POOL_INDEX[pool]
+        self.req_arrival[index] = arrival
+        self.req_pool[index] = p
+        self.arrivals[p, int(arrival)] += 1
+        if latency_s is None:
+            self.req_latency[index] = np.inf
+            self.req_done[index] = arrival + self.timeout_s
+            self.rejected[p, int(arrival)] += 1
+        else:
+            self.req_latency[index] = latency_s
+            self.req_done[index] = arrival + latency_s
+
+    def fail(self, indices: list[int], now: float) -> None:
+        """Requests that were running on a crashed pod."""
+        for i in indices:
+            if np.isfinite(self.req_latency[i]):
+                self.rejected[self.req_pool[i], int(self.req_arrival[i])] += 1
+            self.req_latency[i] = np.inf
+            self.req_done[i] = min(self.req_done[i], now) if self.req_done[i] > now else now
+
+    def tick(self, t: int, pool: str, arrivals: float, over: float, rejected: float, latency_ms: float, backlog: float) -> None:
+        p = POOL_INDEX[pool]
+        self.arrivals[p, t] += arrivals
+        self.over[p, t] += over
+        self.rejected[p, t] += rejected
+        self.latency_ms[p, t] = latency_ms
+        self.backlog[p, t] = backlog
+
+    # --- reading (policies) ------------------------------------------------
+    def rate(self, pool: str | None, now: float, seconds: float) -> float:
+        """Arrivals per second over the last `seconds` before `now`."""
+        hi = int(now)
+        lo = max(0, hi - int(round(seconds)))
+        if hi <= lo:
+            return 0.0
+        rows = self.arrivals if pool is None else self.arrivals[POOL_INDEX[pool]]
+        return float(np.sum(rows[..., lo:hi])) / (hi - lo)
+
+    def _done_mask(self, pool: str | None, now: float, seconds: float) -> np.ndarray:
+        mask = (self.req_done >= now - seconds) & (self.req_done < now)
+        if pool is not None:
+            mask &= self.req_pool == POOL_INDEX[pool]
+        return mask
+
+    def latency_q(self, pool: str | None, now: float, seconds: float) -> float | None:
+        """The SLO quantile of latency (ms) of requests completed in the last `seconds`; None without any."""
+        if self.req_arrival.size:
+            values = self.req_latency[self._done_mask(pool, now, seconds)]
+            if values.size == 0:
+                return None
+            values = np.where(np.isfinite(values), values, self.timeout_s)
+            return float(np.quantile(values, self.quantile, method="higher")) * 1000.0
+        lo, hi = max(0, int(now - seconds)), int(now)
+        rows = [POOL_INDEX[pool]] if pool is not None else [0, 1]
+        lat = self.latency_ms[rows, lo:hi].ravel()
+        w = self.arrivals[rows, lo:hi].ravel()
+        ok = np.isfinite(lat) & (w > 0)
+        if not ok.any():
+            return 1000.0 * self.timeout_s if w.sum() > 0 else None
+        return float(np.average(lat[ok], weights=w[ok]))
+
+    def error_rate(self, pool: str | None, now: float, seconds: float) -> float | None:
+        """Share of requests rejected or failed among those that arrived in the last `seconds`."""
+        lo, hi = max(0, int(now - seconds)), int(now)
+        rows = [POOL_INDEX[pool]] if pool is not None else [0, 1]
+        n = self.arrivals[rows, lo:hi].sum()
+        return float(self.rejected[rows, lo:hi].sum() / n) if n > 0 else None
+
+    def queue_depth(self, pool: str, now: float) -> float:
+        """Requests arrived and still waiting for their first token (or the fluid backlog)."""
+        p = POOL_INDEX[pool]
+        if self.req_arrival.size:
+            return float(np.count_nonzero((self.req_pool == p) & (self.req_arrival <= now) & (self.req_done > now)))
+        return float(self.backlog[p, max(0, int(now) - 1)])
+
+    # --- the report ---------------------------------------------------------
+    def window_counts(self, window_seconds: float = WINDOW_SECONDS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per 10 s window (by arrival): requests, requests over the SLO (rejected included), quantile latency ms."""
+        n_w = int(np.ceil(self.ticks / window_seconds))
+        if self.req_arrival.size:
+            seen = np.isfinite(self.req_arrival)
+            w = (self.req_arrival[seen] // window_seconds).astype(np.int64)
+            lat = self.req_latency[seen]
+            requests = np.bincount(w, minlength=n_w)[:n_w].astype(float)
+            over = np.bincount(w, weights=(lat > self.slo_s).astype(float), minlength=n_w)[:n_w]
+            q = np.full(n_w, np.nan)
+            order = np.argsort(w, kind="stable")
+            ws, ls = w[order], np.where(np.isfinite(lat[order]), lat[order], self.timeout_s)
+            bounds = np.searchsorted(ws, np.arange(n_w + 1))
+            for i in range(n_w):
+                if bounds[i + 1] > bounds[i]:
+                    q[i] = np.quantile(ls[bounds[i]:bounds[i + 1]], self.quantile, method="higher") * 1000.0
+            return requests, over, q
+        pad = n_w * int(window_seconds) - self.ticks
+        arr = np.pad(self.arrivals.sum(0), (0, pad)).reshape(n_w, -1)
+        over = np.pad(self.over.sum(0), (0, pad)).reshape(n_w, -1)
+        lat = np.pad(np.nan_to_num(np.where(np.isfinite(self.latency_ms), self.latency_ms, 1000.0 * self.timeout_s), nan=0.0) * self.arrivals, ((0, 0), (0, pad))).sum(0).reshape(n_w, -1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            q = lat.sum(1) / arr.sum(1)
+        return arr.sum(1), over.sum(1), q

@@ -1,0 +1,168 @@
+"""One `forescale replay`: read the trace, calibrate, run every policy, report.
+
+This is the library entry point the CLI and the benchmark call:
+`run_replay(ReplayOptions(...)) -> ReplayResult`, whose `to_json()` is the
+DESIGN.md §6 object.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from forescale_server.service_model import A100_OPT13B, T4_BERT_BASE, DecoderProfile, get_profile
+
+from .calibration import Calibration
+from .errors import SimError
+from .incidents import Incident, default_incidents, parse_incidents
+from .policies.factory import PolicyContext, make_policy
+from .replay import ClusterConfig, PolicyRun, run_policy
+from .trace_types import RateTrace, RequestTrace
+from .traces import load_trace
+
+#: Token traces are served by OPT-13B on A100 (the DistServe fit); rate traces
+#: by BERT-base on T4 (the TensorRT fit), whose per-pod capacity puts ServeGen's
+#: ~1,900 req/s on a handful of pods. Both from PEERS.md §6.
+DEFAULT_PROFILE = {"llm": A100_OPT13B.name, "encoder": T4_BERT_BASE.name}
+DEFAULT_SLO_MS = {"llm": 1000.0, "encoder": 200.0}
+ORACLE_ROUNDS = 4
+
+
+@dataclass
+class ReplayOptions:
+    """Everything `forescale replay` accepts."""
+
+    trace: str
+    fmt: str
+    policies: list[str] = field(default_factory=lambda: ["forescale", "hpa", "keda", "kpa", "static", "oracle"])
+    slo_ms: float | None = None
+    quantile: float = 0.99
+    startup_seconds: float = 90.0
+    incidents: str | None = None  # None -> the default incident
+    seed: int = 0
+    profile: str | None = None
+    max_replicas: int = 100
+    compress: float | None = None
+    forecaster: str = "lstm"  # lstm (the packaged default) or a baseline name
+    spec_overrides: dict | None = None
+    progress: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)
+
+
+@dataclass
+class ReplayResult:
+    options: ReplayOptions
+    trace: RequestTrace | RateTrace
+    duration_seconds: float
+    slo_ms: float
+    incidents: list[Incident]
+    calibration: dict
+    runs: dict[str, PolicyRun]
+    forecaster: str
+
+    def to_json(self) -> dict:
+        """The DESIGN.md §6 object (plus `calibration`, `notes` and `forecaster`)."""
+        return {
+            "trace": self.trace.name,
+            "format": self.options.fmt,
+            "duration_seconds": self.duration_seconds,
+            "slo_ms": self.slo_ms,
+            "startup_seconds": self.options.startup_seconds,
+            "incidents": [i.to_dict() for i in self.incidents],
+            "seed": self.options.seed,
+            "calibration": self.calibration,
+            "forecaster": self.forecaster,
+            "notes": list(self.trace.notes),
+            "policies": {name: run.to_dict() for name, run in self.runs.items()},
+        }
+
+
+def _forecaster_factory(name: str, progress) -> tuple[Callable, str]:
+    from forescale_predictor import BASELINE_NAMES, ModelFormatError, load_forecaster, make_baseline
+
+    if name == "lstm":
+        try:
+            model = load_forecaster(None)
+            return (lambda step, horizon: model), f"lstm ({model.source})"
+        except ModelFormatError as exc:
+            progress(f"warning: {exc}; the forescale policy falls back to the ewm baseline")
+            name = "ewm"
+    if name not in BASELINE_NAMES:
+        raise SimError(f"unknown forecaster {name!r}; choose lstm or one of {', '.join(BASELINE_NAMES)}")
+    return (lambda step, horizon: make_baseline(name, step_seconds=step, horizon_seconds=horizon)), f"baseline {name}"
+
+
+def _window_rates(trace: RequestTrace | RateTrace, ticks: int) -> tuple[np.ndarray, float]:
+    if isinstance(trace, RequestTrace):
+        per_s = np.bincount(trace.arrivals.astype(int), minlength=ticks).astype(float)
+    else:
+        per_s = trace.counts.astype(float)
+    n_w = int(np.ceil(per_s.size / 10))
+    windows = np.pad(per_s, (0, n_w * 10 - per_s.size)).reshape(n_w, 10).mean(1)
+    peak = float(np.convolve(per_s, np.ones(60) / 60, "valid").max()) if per_s.size >= 60 else float(per_s.mean())
+    return windows, peak
+
+
+def run_replay(opts: ReplayOptions) -> ReplayResult:
+    """Replay the trace once per policy; raises SimError (TraceError, IncidentSpecError) on bad input."""
+    if opts.startup_seconds < 0:
+        raise SimError(f"--startup-seconds must be >= 0, got {opts.startup_seconds}")
+    if opts.slo_ms is not None and opts.slo_ms <= 0:
+        raise SimError(f"--slo-ms must be > 0, got {opts.slo_ms}")
+    if opts.max_replicas < 1:
+        raise SimError(f"--max-replicas must be >= 1, got {opts.max_replicas}")
+    incidents = parse_incidents(opts.incidents) if opts.incidents is not None else None
+    opts.progress(f"reading {opts.trace} ({opts.fmt})")
+    trace = load_trace(opts.trace, opts.fmt, seed=opts.seed, compress=opts.compress)
+    duration = trace.duration_seconds
+    if incidents is None:
+        incidents = default_incidents(duration, opts.seed)
+    for inc in incidents:
+        if inc.start >= duration:
+            raise SimError(f"incident {inc.kind} starts at {inc.start:g} s, after the trace ends ({duration:g} s)")
+    try:
+        profile = get_profile(opts.profile or DEFAULT_PROFILE[trace.kind])
+    except ValueError as exc:
+        raise SimError(str(exc)) from None
+    if (trace.kind == "llm") != isinstance(profile, DecoderProfile):
+        raise SimError(f"profile {profile.name} cannot serve a {trace.kind} trace; token traces need a decoder profile, rate traces an encoder one")
+    slo_ms = opts.slo_ms or DEFAULT_SLO_MS[trace.kind]
+    cal = Calibration(profile, slo_ms, opts.quantile,
+                      getattr(trace, "input_tokens", None), getattr(trace, "output_tokens", None))
+    cap16, cap8 = cal.capacity("fp16"), cal.capacity("int8")
+    if cap16 <= 0:
+        raise SimError(f"profile {profile.name} cannot meet a {slo_ms:g} ms SLO even with one request per pod")
+    calibration = {
+        "profile": profile.name,
+        "source": profile.source,
+        "capacity_rps_at_slo": {"fp16": round(cap16, 4), "int8": round(cap8, 4)},
+        "peer_utilization": cal.utilization,
+        "target_per_pod": round(cal.target_per_pod("fp16"), 4),
+    }
+    opts.progress(f"calibration ({profile.name}, SLO {slo_ms:g} ms p{opts.quantile * 100:g}): capacity "
+                  f"{cap16:.3f} rps/pod fp16, {cap8:.3f} int8; peers' target_per_pod {cal.target_per_pod():.3f}")
+    ticks = int(np.ceil(duration)) + 1
+    window_rates, peak = _window_rates(trace, ticks)
+    forecaster_factory, forecaster_label = (None, "none")
+    if "forescale" in opts.policies:
+        forecaster_factory, forecaster_label = _forecaster_factory(opts.forecaster, opts.progress)
+    ctx = PolicyContext(cal, window_rates, peak, incidents, opts.startup_seconds, opts.max_replicas,
+                        slo_ms, opts.quantile, forecaster_factory, opts.spec_overrides)
+    cfg = ClusterConfig(profile=profile, slo_ms=slo_ms, quantile=opts.quantile,
+                        startup_seconds=opts.startup_seconds, seed=opts.seed)
+    runs: dict[str, PolicyRun] = {}
+    for name in opts.policies:
+        policy = make_policy(name, ctx)
+        run = run_policy(trace, policy, cfg, incidents)
+        if name == "oracle":
+            while policy.rounds < ORACLE_ROUNDS and policy.refine(run.windows_over):
+                run = run_policy(trace, policy, cfg, incidents)
+            run.extras["oracle_rounds"] = policy.rounds
+        if hasattr(policy, "extras"):
+            run.extras.update(policy.extras())
+        runs[name] = run
+        opts.progress(f"  {name:9s} violation {run.slo.violation_seconds:6.0f} s  gpu-h {run.gpu_hours:7.3f}  ({run.seconds:.1f} s)")
+    return ReplayResult(opts, trace, duration, slo_ms, incidents, calibration, runs, forecaster_label)

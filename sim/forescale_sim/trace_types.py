@@ -1,0 +1,73 @@
+"""What every trace reader returns: arrivals on one clock, plus what the pod
+model needs to price each request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Token traces are served by LLM pods (SLO on time to first token); the
+#: others by encoder pods (SLO on total latency). DESIGN.md §6.
+LLM = "llm"
+ENCODER = "encoder"
+
+
+@dataclass(frozen=True)
+class RequestTrace:
+    """Individual requests, sorted by arrival.
+
+    `arrivals` are seconds from the trace start (the first request at 0 or
+    later). `input_tokens`/`output_tokens` are set for token traces only.
+    """
+
+    name: str
+    arrivals: np.ndarray
+    input_tokens: np.ndarray | None = None
+    output_tokens: np.ndarray | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return LLM if self.input_tokens is not None else ENCODER
+
+    @property
+    def duration_seconds(self) -> float:
+        return float(np.ceil(self.arrivals[-1])) if self.arrivals.size else 0.0
+
+    def __len__(self) -> int:
+        return int(self.arrivals.size)
+
+
+@dataclass(frozen=True)
+class RateTrace:
+    """Arrival counts per `tick_seconds` tick, for traces too dense to replay
+    request by request (ServeGen at ~1,900 req/s, generic rate CSVs)."""
+
+    name: str
+    tick_seconds: float
+    counts: np.ndarray
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def kind(self) -> str:
+        return ENCODER
+
+    @property
+    def duration_seconds(self) -> float:
+        return float(self.counts.size * self.tick_seconds)
+
+    def __len__(self) -> int:
+        return int(self.counts.sum())
+
+
+def check_sorted(times: np.ndarray, name: str, unit: str = "row") -> None:
+    """Raise TraceError naming the first out-of-order row: a replay of an
+    unsorted trace would silently reorder traffic."""
+    from .errors import TraceError
+
+    if times.size > 1:
+        bad = np.flatnonzero(np.diff(times) < 0)
+        if bad.size:
+            i = int(bad[0]) + 1
+            raise TraceError(f"{name}: not sorted by time: {unit} {i + 1} ({times[i]:g}) comes before {unit} {i} ({times[i - 1]:g}); sort the trace first")
