@@ -13,6 +13,8 @@ from enum import Enum
 class Reason(str, Enum):
     #: the Deployments, Services and route were created
     POOLS_CREATED = "PoolsCreated"
+    #: a spec change reached the children (template, Services, router); not in DESIGN.md's list, added here
+    POOLS_UPDATED = "PoolsUpdated"
     #: a pool's desired replicas went up
     SCALED_UP = "ScaledUp"
     #: a pool's desired replicas went down (after the stabilization window)

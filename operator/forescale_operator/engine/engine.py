@@ -40,9 +40,8 @@ def decide(
         p: obs.pool(p).startup_seconds if obs.pool(p).startup_seconds is not None else state.startup.get(p)
         for p in ("a", "b")
     }
-    state = replace(state, startup=startup)
     if not obs.metrics_available:
-        return preview.wrap(spec, _hold(spec, state, obs, forecast, params), params)
+        return preview.wrap(spec, _hold(spec, replace(state, startup=startup), obs, forecast, params), params)
 
     # Rule 1: learn from what each pool ran at while measured.
     runtime_a = state.runtime_precision_a
@@ -93,7 +92,7 @@ def decide(
                 actions.append(action)
                 events.append(event)
                 emergency_weight_b = weight_b
-        health = cutback.Health(obs.latency_ms, bool(check.observed_only), label)
+        health = cutback.Health(triggers.overall_latency(obs), bool(check.observed_only), label)
         progress = cutback.advance(
             spec,
             cutback.Progress(incident, weight_b, under_since, step, next_at, runtime_a, emergency_weight_b),
@@ -168,8 +167,11 @@ def decide(
     capacity_rps = {"a": cap_a, "b": cap_b}
     events += scale_events(spec, state.last_desired, obs, desired, dem, capacity_rps, prec_a, params)
 
+    phase = phase_for(incident, obs, desired, saturated)
     new_state = replace(
         state,
+        phase=phase,
+        startup=startup,
         incident=incident,
         weights=weights,
         runtime_precision_a=runtime_a,
@@ -188,8 +190,6 @@ def decide(
         int8_rejected=int8_rejected,
         last_ready_a=obs.a.ready_replicas,
     )
-    phase = phase_for(incident, obs, desired, saturated)
-    new_state = replace(new_state, phase=phase)
     runtime_precision = {"a": prec_a, "b": spec.b.precision}
     decision = Decision(
         desired_replicas=desired,

@@ -10,6 +10,7 @@ from forescale_operator.spec import InferenceSpec
 from forescale_predictor.forecast_types import Forecast
 
 from .sizing import Demand
+from .triggers import overall_latency
 from .types import Condition, EngineParams, Event, Observations
 
 
@@ -111,7 +112,8 @@ def summary(
 ) -> str:
     """One line for status.lastDecision, e.g.
     `Scaling: a 5 (3 ready, fp16) 100%, b 2 (1 ready) 0%; demand 420 rps forecast; p99 180 ms / SLO 200 ms`."""
-    lat = f"{label} {obs.latency_ms:.0f} ms" if obs.latency_ms is not None else f"{label} unknown"
+    latency = overall_latency(obs)
+    lat = f"{label} {latency:.0f} ms" if latency is not None else f"{label} unknown"
     dem = f"demand {demand.at_ready:.0f} rps {demand.source}" if demand is not None else "demand unknown"
     text = (
         f"{phase.value}: a {desired['a']} ({obs.a.ready_replicas} ready, {precision_a}) {weights['a']}%, "

@@ -54,6 +54,15 @@ def quantile_label(quantile: float) -> str:
     return "p" + format(round(quantile * 100, 4), "g")
 
 
+def overall_latency(obs: Observations) -> float | None:
+    """The SLO quantile over both pools; without it, the worse pool's (a quantile
+    over the union is at most the larger of the pools' quantiles)."""
+    if obs.latency_ms is not None:
+        return obs.latency_ms
+    pools = [p.latency_ms for p in (obs.a, obs.b) if p.latency_ms is not None]
+    return max(pools) if pools else None
+
+
 def error_rate(obs: Observations) -> float | None:
     """Share of requests rejected or failed over both pools, weighted by rate."""
     pairs = [(p.rate_rps, p.error_rate) for p in (obs.a, obs.b) if p.error_rate is not None]
@@ -80,8 +89,9 @@ def check(
     q = quantile_label(spec.slo.quantile)
     fired: list[Trigger] = []
 
-    if obs.latency_ms is not None and obs.latency_ms > line:
-        fired.append(Trigger(OBSERVED, f"{q} {obs.latency_ms:.0f} ms > {float(ratio)} x SLO {target:.0f} ms"))
+    latency = overall_latency(obs)
+    if latency is not None and latency > line:
+        fired.append(Trigger(OBSERVED, f"{q} {latency:.0f} ms > {float(ratio)} x SLO {target:.0f} ms"))
 
     if forecast is not None:
         upper = np.asarray(forecast.upper(LATENCY_MS), dtype=float)

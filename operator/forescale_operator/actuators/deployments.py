@@ -1,0 +1,95 @@
+"""Deployments `<name>-a` / `<name>-b`: create, converge the template, scale, read readiness."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .. import children
+from ..children import Owner
+from ..kube.client import KubeApi
+from ..kube.refs import DEPLOYMENTS
+from ..spec import PoolSpec
+
+
+@dataclass(frozen=True)
+class DeploymentChange:
+    """What `ensure_deployment` did: created it, rewrote its template, or moved its replicas into bounds."""
+
+    name: str
+    created: bool
+    template_changed: bool
+    replicas_before: int | None
+    replicas: int
+
+    @property
+    def changed(self) -> bool:
+        return self.created or self.template_changed or self.replicas_before != self.replicas
+
+
+@dataclass(frozen=True)
+class PoolReadiness:
+    """A pool as the cluster reports it."""
+
+    exists: bool
+    replicas: int = 0
+    ready: int = 0
+    desired: int = 0
+
+
+def clamp(value: int, pool: PoolSpec) -> int:
+    return max(pool.min_replicas, min(pool.max_replicas, value))
+
+
+def _managed_view(obj: Mapping[str, Any]) -> Any:
+    spec = obj.get("spec") or {}
+    meta = obj.get("metadata") or {}
+    return (spec.get("template"), spec.get("selector"), meta.get("ownerReferences"),
+            {k: v for k, v in (meta.get("labels") or {}).items() if k.startswith(("forescale.io/", "app.kubernetes.io/managed-by"))})
+
+
+async def ensure_deployment(api: KubeApi, owner: Owner, pool: PoolSpec, replicas: int | None = None) -> DeploymentChange:
+    """Create the pool's Deployment at `replicas` (default minReplicas), or converge it.
+
+    An existing Deployment keeps its replica count (the loop owns it) unless it
+    is outside the pool's bounds; its template, selector, labels and owner
+    reference are rewritten when they differ from the spec.
+    """
+    name = owner.pool_name(pool.name)
+    current = await api.get(DEPLOYMENTS, owner.namespace, name)
+    if current is None:
+        count = clamp(pool.min_replicas if replicas is None else replicas, pool)
+        await api.create(DEPLOYMENTS, owner.namespace, children.deployment(owner, pool, count))
+        return DeploymentChange(name, True, False, None, count)
+    before = int((current.get("spec") or {}).get("replicas", 1))
+    count = clamp(before if replicas is None else replicas, pool)
+    wanted = children.deployment(owner, pool, count)
+    template_changed = _managed_view(current) != _managed_view(wanted)
+    if template_changed or count != before:
+        # A replace (not a merge patch) so that fields removed from the template disappear too;
+        # the resourceVersion in the body makes a concurrent change answer 409 (retried).
+        body = copy.deepcopy(current)
+        body["spec"] = {**(current.get("spec") or {}), **wanted["spec"]}
+        meta = body["metadata"]
+        meta["labels"] = {**(meta.get("labels") or {}), **wanted["metadata"]["labels"]}
+        meta["ownerReferences"] = wanted["metadata"]["ownerReferences"]
+        await api.replace(DEPLOYMENTS, owner.namespace, name, body)
+    return DeploymentChange(name, False, template_changed, before, count)
+
+
+async def scale(api: KubeApi, owner: Owner, pool: PoolSpec, replicas: int) -> int:
+    """Set the pool's replicas, clamped to its bounds; returns the count set."""
+    count = clamp(replicas, pool)
+    await api.patch(DEPLOYMENTS, owner.namespace, owner.pool_name(pool.name), {"spec": {"replicas": count}})
+    return count
+
+
+async def read_pool(api: KubeApi, owner: Owner, pool: str) -> PoolReadiness:
+    """Replicas, ready replicas and desired replicas of a pool's Deployment."""
+    current = await api.get(DEPLOYMENTS, owner.namespace, owner.pool_name(pool))
+    if current is None:
+        return PoolReadiness(False)
+    status = current.get("status") or {}
+    desired = int((current.get("spec") or {}).get("replicas", 1))
+    return PoolReadiness(True, int(status.get("replicas") or 0), int(status.get("readyReplicas") or 0), desired)

@@ -1,0 +1,46 @@
+"""`Actuators`: one object the handlers (and, later, the forecast loop) call to change the cluster.
+
+The forecast loop of issue 6 adds model-server admin calls (precision,
+warm-up, log level) and incident snapshots here, next to scaling and weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..children import Owner
+from ..kube.client import KubeApi
+from ..routers.base import Router
+from ..routers.factory import make_router
+from ..spec import PoolSpec, TrafficSpec
+from ..weights import Weights
+from . import deployments, routes, services
+
+
+@dataclass
+class Actuators:
+    api: KubeApi
+
+    def router(self, kind: str) -> Router:
+        return make_router(kind, self.api)
+
+    async def ensure_deployment(self, owner: Owner, pool: PoolSpec, replicas: int | None = None) -> deployments.DeploymentChange:
+        return await deployments.ensure_deployment(self.api, owner, pool, replicas)
+
+    async def scale(self, owner: Owner, pool: PoolSpec, replicas: int) -> int:
+        return await deployments.scale(self.api, owner, pool, replicas)
+
+    async def read_pool(self, owner: Owner, pool: str) -> deployments.PoolReadiness:
+        return await deployments.read_pool(self.api, owner, pool)
+
+    async def ensure_services(self, owner: Owner, a: PoolSpec, b: PoolSpec) -> list[str]:
+        return await services.ensure_services(self.api, owner, a, b)
+
+    async def ensure_route(self, owner: Owner, traffic: TrafficSpec, carry_over: Weights | None = None) -> routes.RouteChange:
+        return await routes.ensure_route(self.api, self.router(traffic.router), owner, traffic, carry_over)
+
+    async def set_weights(self, owner: Owner, traffic: TrafficSpec, weights: Weights) -> None:
+        await routes.set_weights(self.router(traffic.router), owner, weights)
+
+    async def get_weights(self, owner: Owner, traffic: TrafficSpec) -> Weights | None:
+        return await self.router(traffic.router).get_weights(owner)

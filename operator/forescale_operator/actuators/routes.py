@@ -1,0 +1,42 @@
+"""The route: ensure the spec's router owns `<name>`, remove the other routers' routes, set weights."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..children import Owner
+from ..kube.client import KubeApi
+from ..routers.base import Router
+from ..routers.factory import all_routers
+from ..spec import TrafficSpec
+from ..weights import ALL_ON_A, Weights
+
+
+@dataclass(frozen=True)
+class RouteChange:
+    created: bool
+    removed: tuple[str, ...]
+    weights: Weights
+
+
+async def ensure_route(api: KubeApi, router: Router, owner: Owner, traffic: TrafficSpec,
+                       carry_over: Weights | None = None) -> RouteChange:
+    """Converge the route of `router`; after a router change, delete the old backend's route.
+
+    A new route starts at `carry_over` (the split the old route had) or 100/0.
+    """
+    removed = []
+    for other in all_routers(api):
+        if other.name == router.name or other.ref is None:
+            continue
+        # Only look where the cluster serves the kind: asking for an unserved kind is a 404 anyway.
+        if await api.served(other.ref) and await other.delete(owner):
+            removed.append(other.describe(owner))
+    created = await router.ensure(owner, traffic, carry_over or ALL_ON_A)
+    weights = await router.get_weights(owner) or carry_over or ALL_ON_A
+    return RouteChange(created, tuple(removed), weights)
+
+
+async def set_weights(router: Router, owner: Owner, weights: Weights) -> None:
+    """Shift traffic; a no-op for `router: none`."""
+    await router.set_weights(owner, weights)

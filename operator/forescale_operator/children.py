@@ -1,0 +1,140 @@
+"""The desired children of an InferenceDeployment, as plain dicts (DESIGN.md §2).
+
+Pure functions: the actuators compare these with what the cluster holds and
+converge. Names: Deployments and Services `<name>-a`, `<name>-b`, Service
+`<name>` selecting both pools. Labels `forescale.io/deployment` and
+`forescale.io/pool` on every child; pods also `forescale.io/precision` and
+the environment FORESCALE_DEPLOYMENT, FORESCALE_POOL, FORESCALE_PRECISION.
+Pod templates are copied as users wrote them (an int GPU limit included).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .spec import PoolSpec
+
+LABEL_DEPLOYMENT = "forescale.io/deployment"
+LABEL_POOL = "forescale.io/pool"
+LABEL_PRECISION = "forescale.io/precision"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "forescale"}
+#: the Service port every pool is reached on; the target is the pod's `http` port
+SERVICE_PORT = 80
+#: container port assumed when a template names none (the model server's default)
+DEFAULT_TARGET_PORT = 8000
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The InferenceDeployment that owns the children."""
+
+    name: str
+    namespace: str
+    uid: str
+    api_version: str = "forescale.io/v1alpha1"
+    kind: str = "InferenceDeployment"
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> "Owner":
+        meta = body["metadata"]
+        return cls(meta["name"], meta["namespace"], meta["uid"], body.get("apiVersion", cls.api_version),
+                   body.get("kind", cls.kind))
+
+    def reference(self) -> dict[str, Any]:
+        return {"apiVersion": self.api_version, "kind": self.kind, "name": self.name, "uid": self.uid,
+                "controller": True, "blockOwnerDeletion": True}
+
+    def pool_name(self, pool: str) -> str:
+        return f"{self.name}-{pool}"
+
+
+def labels(owner: Owner, pool: str | None = None) -> dict[str, str]:
+    result = {LABEL_DEPLOYMENT: owner.name, **MANAGED_BY}
+    if pool:
+        result[LABEL_POOL] = pool
+    return result
+
+
+def selector(owner: Owner, pool: str | None = None) -> dict[str, str]:
+    result = {LABEL_DEPLOYMENT: owner.name}
+    if pool:
+        result[LABEL_POOL] = pool
+    return result
+
+
+def metadata(owner: Owner, name: str, pool: str | None = None) -> dict[str, Any]:
+    return {"name": name, "namespace": owner.namespace, "labels": labels(owner, pool),
+            "ownerReferences": [owner.reference()]}
+
+
+def _with_env(container: Mapping[str, Any], env: dict[str, str]) -> dict[str, Any]:
+    container = dict(container)
+    kept = [e for e in container.get("env") or [] if not (isinstance(e, Mapping) and e.get("name") in env)]
+    container["env"] = kept + [{"name": k, "value": v} for k, v in env.items()]
+    return container
+
+
+def pod_template(owner: Owner, pool: PoolSpec) -> dict[str, Any]:
+    """The pool's PodTemplateSpec with our labels and environment added to what the user wrote."""
+    template = copy.deepcopy(dict(pool.template))
+    meta = dict(template.get("metadata") or {})
+    meta["labels"] = {**(meta.get("labels") or {}), **labels(owner, pool.name), LABEL_PRECISION: pool.precision}
+    template["metadata"] = meta
+    env = {"FORESCALE_DEPLOYMENT": owner.name, "FORESCALE_POOL": pool.name, "FORESCALE_PRECISION": pool.precision}
+    spec = dict(template.get("spec") or {})
+    spec["containers"] = [_with_env(c, env) for c in spec.get("containers") or []]
+    if spec.get("initContainers"):
+        spec["initContainers"] = [_with_env(c, env) for c in spec["initContainers"]]
+    template["spec"] = spec
+    return template
+
+
+def deployment(owner: Owner, pool: PoolSpec, replicas: int) -> dict[str, Any]:
+    """Deployment `<name>-<pool>`."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(owner, owner.pool_name(pool.name), pool.name),
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": selector(owner, pool.name)},
+            "template": pod_template(owner, pool),
+        },
+    }
+
+
+def target_port(pool: PoolSpec) -> int | str:
+    """The first container's port named `http`, else its first port, else the model server's default."""
+    containers = (pool.template.get("spec") or {}).get("containers") or []
+    ports = [p for c in containers[:1] for p in (c.get("ports") or []) if isinstance(p, Mapping)]
+    for port in ports:
+        if port.get("name") == "http":
+            return "http"
+    if ports and ports[0].get("containerPort"):
+        return int(ports[0]["containerPort"])
+    return DEFAULT_TARGET_PORT
+
+
+def service(owner: Owner, name: str, pool: str | None, port: int | str) -> dict[str, Any]:
+    """A ClusterIP Service selecting one pool (or both with pool=None)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(owner, name, pool),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector(owner, pool),
+            "ports": [{"name": "http", "port": SERVICE_PORT, "targetPort": port, "protocol": "TCP"}],
+        },
+    }
+
+
+def services(owner: Owner, a: PoolSpec, b: PoolSpec) -> list[dict[str, Any]]:
+    """`<name>-a`, `<name>-b` and `<name>` (both pools; the entry point when router is none)."""
+    return [
+        service(owner, owner.pool_name("a"), "a", target_port(a)),
+        service(owner, owner.pool_name("b"), "b", target_port(b)),
+        service(owner, owner.name, None, target_port(a)),
+    ]

@@ -1,0 +1,129 @@
+"""Operator-wide settings, read once from `FORESCALE_*` environment variables and validated.
+
+A resource's spec overrides these (e.g. `spec.metrics.prometheusUrl`). A bad
+value stops the operator at start-up with a message naming the variable;
+`ConfigError` carries it. The Helm chart sets exactly these names.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import zlib
+from dataclasses import dataclass
+from typing import Mapping
+
+_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+class ConfigError(ValueError):
+    """A setting that cannot be used; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class Config:
+    #: FORESCALE_PROMETHEUS_URL: where PromQL queries go unless a spec names its own (http(s) URL; empty = none)
+    prometheus_url: str | None = None
+    #: FORESCALE_NAMESPACES: comma-separated namespaces to watch; empty = all namespaces
+    namespaces: tuple[str, ...] = ()
+    #: FORESCALE_LOG_LEVEL: DEBUG, INFO, WARNING, ERROR or CRITICAL
+    log_level: str = "INFO"
+    #: FORESCALE_ADMIN_TOKEN_SECRET: `<secret>/<key>` read in each resource's namespace for the model servers' admin API
+    admin_token_secret: tuple[str, str] | None = None
+    #: FORESCALE_METRICS_PORT: port of the operator's own Prometheus metrics
+    metrics_port: int = 8080
+    #: FORESCALE_HEALTH_PORT: port of kopf's liveness endpoint `/healthz`
+    health_port: int = 8081
+    #: FORESCALE_PEERING: name of the KopfPeering/ClusterKopfPeering object the replicas share
+    peering: str = "forescale"
+    #: POD_NAME: this replica's name (the Downward API); its hash is the peering priority
+    pod_name: str = ""
+    #: FORESCALE_PRIORITY: explicit peering priority, overriding the one derived from POD_NAME
+    priority: int | None = None
+    #: FORESCALE_MIN_LOOP_SECONDS: floor under every resource's forecast.stepSeconds (protects the API server)
+    min_loop_seconds: float = 1.0
+
+    @property
+    def peering_priority(self) -> int:
+        """A distinct priority per replica: kopf freezes every replica when two share one."""
+        if self.priority is not None:
+            return self.priority
+        identity = self.pod_name or socket.gethostname()
+        return zlib.crc32(identity.encode()) % 1_000_000 + 1
+
+    @property
+    def logging_level(self) -> int:
+        return getattr(logging, self.log_level)
+
+
+def _port(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        port = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}: must be a port number, got {raw!r}") from None
+    if not 1 <= port <= 65535:
+        raise ConfigError(f"{name}: must be 1..65535, got {port}")
+    return port
+
+
+def load_config(env: Mapping[str, str] | None = None) -> Config:
+    """Read and validate the settings; raises ConfigError naming the first bad variable."""
+    env = os.environ if env is None else env
+
+    url = env.get("FORESCALE_PROMETHEUS_URL", "").strip() or None
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise ConfigError(f"FORESCALE_PROMETHEUS_URL: must be an http(s) URL, got {url!r}")
+
+    namespaces = tuple(n.strip() for n in env.get("FORESCALE_NAMESPACES", "").split(",") if n.strip())
+    for namespace in namespaces:
+        if not _DNS_NAME.match(namespace) or len(namespace) > 63:
+            raise ConfigError(f"FORESCALE_NAMESPACES: {namespace!r} is not a valid namespace name")
+
+    level = env.get("FORESCALE_LOG_LEVEL", "INFO").strip().upper() or "INFO"
+    if level not in _LEVELS:
+        raise ConfigError(f"FORESCALE_LOG_LEVEL: must be one of {', '.join(_LEVELS)}, got {level!r}")
+
+    secret = None
+    raw_secret = env.get("FORESCALE_ADMIN_TOKEN_SECRET", "").strip()
+    if raw_secret:
+        name, sep, key = raw_secret.partition("/")
+        if not sep or not name or not key or "/" in key:
+            raise ConfigError(f"FORESCALE_ADMIN_TOKEN_SECRET: must be <secret name>/<key>, got {raw_secret!r}")
+        secret = (name, key)
+
+    peering = env.get("FORESCALE_PEERING", "forescale").strip() or "forescale"
+    if not _DNS_NAME.match(peering):
+        raise ConfigError(f"FORESCALE_PEERING: {peering!r} is not a valid object name")
+
+    priority = None
+    raw_priority = env.get("FORESCALE_PRIORITY", "").strip()
+    if raw_priority:
+        try:
+            priority = int(raw_priority)
+        except ValueError:
+            raise ConfigError(f"FORESCALE_PRIORITY: must be an integer, got {raw_priority!r}") from None
+
+    raw_min = env.get("FORESCALE_MIN_LOOP_SECONDS", "").strip()
+    min_loop = 1.0
+    if raw_min:
+        try:
+            min_loop = float(raw_min)
+        except ValueError:
+            raise ConfigError(f"FORESCALE_MIN_LOOP_SECONDS: must be a number, got {raw_min!r}") from None
+        if not 0.1 <= min_loop <= 3600:
+            raise ConfigError(f"FORESCALE_MIN_LOOP_SECONDS: must be 0.1..3600, got {min_loop}")
+
+    metrics_port = _port(env, "FORESCALE_METRICS_PORT", 8080)
+    health_port = _port(env, "FORESCALE_HEALTH_PORT", 8081)
+    if metrics_port == health_port:
+        raise ConfigError(f"FORESCALE_HEALTH_PORT: must differ from FORESCALE_METRICS_PORT ({metrics_port})")
+
+    return Config(prometheus_url=url, namespaces=namespaces, log_level=level, admin_token_secret=secret,
+                  metrics_port=metrics_port, health_port=health_port, peering=peering,
+                  pod_name=env.get("POD_NAME", "").strip(), priority=priority, min_loop_seconds=min_loop)

@@ -1,0 +1,1 @@
+"""Plain async handlers, called by the thin kopf registration in `registration.py`."""

@@ -1,0 +1,16 @@
+"""What the handlers need from the outside world, injected (tests pass their own)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..actuators import Actuators
+from ..events import EventSink
+from ..kube.client import KubeApi
+
+
+@dataclass
+class HandlerDeps:
+    api: KubeApi
+    actuators: Actuators
+    events: EventSink

@@ -1,0 +1,31 @@
+"""A spec the schema could not catch: phase Invalid, Ready=False, one Warning event; nothing touched."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+from ..phase import ConditionType, Phase
+from ..reasons import Reason
+from ..spec import SpecError
+from ..status import StatusUpdate, write_status
+from .deps import HandlerDeps
+
+logger = logging.getLogger(__name__)
+
+
+async def mark_invalid(body: Mapping[str, Any], error: SpecError, deps: HandlerDeps) -> None:
+    """Report the bad field; post the event only when the problem is new (not on every retry or resume)."""
+    meta = body["metadata"]
+    status = body.get("status") or {}
+    message = str(error)
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == ConditionType.READY.value), {})
+    is_new = status.get("phase") != Phase.INVALID.value or ready.get("message") != message
+    update = StatusUpdate(status, meta.get("generation"))
+    update.phase(Phase.INVALID)
+    update.condition(ConditionType.READY, False, Reason.INVALID_SPEC.value, message)
+    update.observed_generation(meta.get("generation", 1))
+    await write_status(deps.api, meta["namespace"], meta["name"], update)
+    if is_new:
+        logger.warning("%s/%s: invalid spec: %s", meta["namespace"], meta["name"], message)
+        await deps.events.post(Reason.INVALID_SPEC, f"Invalid spec, no child changed: {message}")

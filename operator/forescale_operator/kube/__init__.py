@@ -1,0 +1,1 @@
+"""A small Kubernetes API client over plain dict bodies (no typed models)."""

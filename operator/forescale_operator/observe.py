@@ -1,0 +1,55 @@
+"""Observe the children and derive the readiness part of status: pools, weights, phase, Ready."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .actuators import Actuators
+from .actuators.deployments import PoolReadiness
+from .children import Owner
+from .phase import ConditionType, Phase
+from .spec import InferenceSpec
+from .status import StatusUpdate
+from .weights import Weights
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the cluster holds for one resource right now."""
+
+    a: PoolReadiness
+    b: PoolReadiness
+    weights: Weights | None
+
+    @property
+    def phase(self) -> Phase:
+        """Pending until pool A serves; Scaling while a pool's ready replicas differ from desired; else Stable."""
+        if not self.a.exists or self.a.ready == 0:
+            return Phase.PENDING
+        if self.a.ready != self.a.desired or self.b.ready != self.b.desired or not self.b.exists:
+            return Phase.SCALING
+        return Phase.STABLE
+
+    def summary(self) -> str:
+        return f"a {self.a.ready}/{self.a.desired} ready, b {self.b.ready}/{self.b.desired} ready"
+
+
+async def observe(actuators: Actuators, owner: Owner, spec: InferenceSpec) -> Observation:
+    """Re-read both Deployments and the route's split."""
+    a = await actuators.read_pool(owner, "a")
+    b = await actuators.read_pool(owner, "b")
+    weights = await actuators.get_weights(owner, spec.traffic)
+    return Observation(a, b, weights)
+
+
+def record(update: StatusUpdate, spec: InferenceSpec, seen: Observation, *, set_phase: bool = True) -> None:
+    """Write what was observed into status: pools, weights, Ready and (unless an incident owns it) the phase."""
+    for name, pool in (("a", seen.a), ("b", seen.b)):
+        pool_spec = spec.pool(name)
+        update.pool(name, replicas=pool.replicas, ready=pool.ready, desired=pool.desired, precision=pool_spec.precision)
+    if seen.weights is not None:
+        update.weights(seen.weights)
+    serving = seen.a.exists and seen.a.ready >= 1 and seen.weights is not None
+    update.condition(ConditionType.READY, serving, "PoolsReady" if serving else "PoolsNotReady", seen.summary())
+    if set_phase:
+        update.phase(seen.phase)

@@ -1,0 +1,141 @@
+"""kopf registration: thin decorated functions that call the plain handlers in `handlers/`.
+
+All kopf tuning lives in `configure()` (the one `@kopf.on.startup`). API
+errors worth retrying (409, 429, 5xx, an unreachable server) become
+`kopf.TemporaryError` with a delay (Retry-After when given): never a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping
+
+import kopf
+
+from . import operator_metrics
+from .actuators import Actuators
+from .children import Owner
+from .config import Config
+from .events import KubeEvents
+from .handlers.deps import HandlerDeps
+from .handlers.reconcile import reconcile
+from .handlers.tick import TickContext, TickDeps, tick
+from .kube.errors import ApiError
+from .kube.http import Connection, HttpKubeApi
+from .peering import prepare_peering
+
+GROUP, VERSION, PLURAL = "forescale.io", "v1alpha1", "inferencedeployments"
+FINALIZER = "forescale.io/finalizer"
+#: seconds before a non-retryable API error (403, 404) is tried again: permissions may be granted meanwhile
+SLOW_RETRY_SECONDS = 30.0
+
+logger = logging.getLogger("forescale.operator")
+
+
+def plain(value: Any) -> Any:
+    """A deep copy of kopf's body views as plain dicts and lists."""
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+@contextmanager
+def retrying() -> Iterator[None]:
+    try:
+        yield
+    except ApiError as exc:
+        delay = exc.retry_after or (1.0 if exc.retryable else SLOW_RETRY_SECONDS)
+        raise kopf.TemporaryError(f"{exc} (retrying in {delay:g}s)", delay=delay) from exc
+
+
+def _deps(memo: kopf.Memo, body: Mapping[str, Any]) -> TickDeps:
+    api: HttpKubeApi = memo.api
+    events = KubeEvents(api, Owner.from_body(body), instance=memo.config.pod_name)
+    return TickDeps(api=api, actuators=Actuators(api), events=events, **memo.get("loop_seams", {}))
+
+
+@kopf.on.startup()
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    """Tune kopf and decide on peering. Runs before any watch starts."""
+    config: Config = memo.config
+    memo.api = HttpKubeApi(Connection.from_environment(user_agent=f"forescale-operator/{memo.identity}"))
+    settings.persistence.finalizer = FINALIZER
+    # Keep kopf's bookkeeping in annotations: the CRD's status schema is complete and would prune status.kopf.
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="forescale.io")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix="forescale.io", key="last-handled-configuration")
+    # Events are ours alone (reasons.py); kopf's handler logs stay in the log.
+    settings.posting.enabled = False
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 10
+    settings.watching.reconnect_backoff = 0.5
+    settings.networking.request_timeout = 30
+    settings.networking.error_backoffs = (0.5, 1, 2, 5, 10)
+    settings.execution.default_backoff = 5
+    settings.background.cancellation_polling = 1
+    settings.peering.priority = config.peering_priority
+    settings.peering.name = config.peering
+    settings.peering.lifetime = memo.get("peering_lifetime", 60)
+    try:
+        peered = await prepare_peering(memo.api, config.peering, memo.clusterwide, memo.namespaces)
+    except ApiError as exc:
+        logger.warning("Cannot check for the peering CRDs (%s); running standalone.", exc)
+        peered = False
+    settings.peering.standalone = not peered
+    # With the CRDs present, stay paused until the peers are known: no two replicas ever act at once.
+    settings.peering.mandatory = peered
+    if peered:
+        logger.info("Peering %r with priority %d.", config.peering, config.peering_priority)
+
+
+@kopf.on.cleanup()
+async def close(memo: kopf.Memo, **_: Any) -> None:
+    api = memo.get("api")
+    if api is not None:
+        await api.close()
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL, backoff=2)
+@kopf.on.create(GROUP, VERSION, PLURAL, backoff=2)
+@kopf.on.update(GROUP, VERSION, PLURAL, field="spec", backoff=2)
+async def converge(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+    """Create or converge the children (handlers/reconcile.py)."""
+    raw = plain(body)
+    with retrying():
+        try:
+            summary = await reconcile(raw, _deps(memo, raw))
+        except ApiError:
+            operator_metrics.RECONCILES.labels("retry").inc()
+            raise
+    operator_metrics.RECONCILES.labels("invalid" if summary.startswith("invalid") else "ok").inc()
+    logger.info(summary)
+
+
+@kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=5, initial_delay=1)
+async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: logging.Logger, **_: Any) -> None:
+    """Tick every forecast.stepSeconds (re-read live from the spec) until the resource goes or the operator pauses."""
+    config: Config = memo.config
+    while not stopped:
+        raw = plain(body)
+        step = (raw.get("spec") or {}).get("forecast", {}).get("stepSeconds", 15)
+        step = max(config.min_loop_seconds, float(step) if isinstance(step, (int, float)) else 15.0)
+        try:
+            summary = await tick(TickContext(raw), _deps(memo, raw))
+            operator_metrics.TICKS.labels("ok").inc()
+            logger.debug(summary)
+        except ApiError as exc:
+            # The next tick is the retry: a tick is an observation, nothing is lost by skipping one.
+            operator_metrics.TICKS.labels("error").inc()
+            logger.warning("tick failed, next in %gs: %s", step, exc)
+            if exc.retry_after:
+                step = max(step, exc.retry_after)
+        except kopf.TemporaryError:
+            raise
+        except asyncio.CancelledError:
+            raise
+        await stopped.wait(step)

@@ -1,0 +1,121 @@
+"""Status, written only through the status subresource and only through these narrow setters.
+
+`StatusUpdate` starts from the status the object has, collects changes as a
+merge patch, and is written with one PATCH to `/status` (`write_status`).
+Conditions are typed (`ConditionType`), start as Unknown, and keep their
+lastTransitionTime unless their status flips.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from typing import Any, Mapping
+
+from .kube.client import KubeApi
+from .kube.refs import INFERENCE_DEPLOYMENTS
+from .phase import ConditionType, Phase
+from .weights import Weights
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _tristate(value: bool | None) -> str:
+    return "Unknown" if value is None else ("True" if value else "False")
+
+
+class StatusUpdate:
+    """Changes to one object's status. Read `.patch`; empty when nothing changed."""
+
+    def __init__(self, current: Mapping[str, Any] | None, generation: int | None = None) -> None:
+        self._current = copy.deepcopy(dict(current or {}))
+        self._generation = generation
+        self._patch: dict[str, Any] = {}
+        self._conditions = {c.get("type"): dict(c) for c in self._current.get("conditions") or [] if isinstance(c, Mapping)}
+        self._conditions_changed = False
+        for ctype in ConditionType:
+            if ctype.value not in self._conditions:
+                self._conditions[ctype.value] = {"type": ctype.value, "status": "Unknown", "reason": "NotObserved",
+                                                 "message": "not observed yet", "lastTransitionTime": _now()}
+                self._conditions_changed = True
+
+    def _set(self, key: str, value: Any) -> None:
+        if self._current.get(key) != value:
+            self._patch[key] = value
+
+    def _set_in(self, section: str, values: Mapping[str, Any]) -> None:
+        old = self._current.get(section) or {}
+        changed = {k: v for k, v in values.items() if old.get(k) != v}
+        if changed:
+            self._patch.setdefault(section, {}).update(changed)
+
+    def phase(self, phase: Phase) -> None:
+        self._set("phase", phase.value)
+
+    @property
+    def current_phase(self) -> str | None:
+        return self._patch.get("phase", self._current.get("phase"))
+
+    def condition(self, ctype: ConditionType, status: bool | None, reason: str, message: str) -> None:
+        old = self._conditions.get(ctype.value, {})
+        value = _tristate(status)
+        new = {"type": ctype.value, "status": value, "reason": reason, "message": message,
+               "lastTransitionTime": old.get("lastTransitionTime") if old.get("status") == value else _now()}
+        if self._generation is not None:
+            new["observedGeneration"] = self._generation
+        if {k: old.get(k) for k in new} != new:
+            self._conditions[ctype.value] = new
+            self._conditions_changed = True
+
+    def pool(self, pool: str, *, replicas: int | None = None, ready: int | None = None, desired: int | None = None,
+             precision: str | None = None, runtime_precision: str | None = None, capacity_rps: float | None = None) -> None:
+        values: dict[str, Any] = {}
+        for key, value in (("replicas", replicas), ("readyReplicas", ready), ("desiredReplicas", desired),
+                           ("precision", precision), ("runtimePrecision", runtime_precision),
+                           ("capacityRps", capacity_rps)):
+            if value is not None:
+                values[key] = value
+        old = ((self._current.get("pools") or {}).get(pool) or {})
+        merged = {**old, **values}
+        if "readyReplicas" in merged or "desiredReplicas" in merged:
+            # The printer columns A and B show ready/desired, like READY in `kubectl get deploy`.
+            values["summary"] = f"{merged.get('readyReplicas', 0)}/{merged.get('desiredReplicas', 0)}"
+        changed = {k: v for k, v in values.items() if old.get(k) != v}
+        if changed:
+            self._patch.setdefault("pools", {}).setdefault(pool, {}).update(changed)
+
+    def weights(self, weights: Weights) -> None:
+        self._set_in("weights", {"a": weights.a, "b": weights.b})
+
+    def observed_generation(self, generation: int) -> None:
+        self._set("observedGeneration", generation)
+
+    def last_decision(self, text: str) -> None:
+        self._set("lastDecision", text)
+
+    def forecast(self, **fields: Any) -> None:
+        """peakLatencyMs, peakRate, horizonSeconds, model, generatedAt, recentErrorMs, bandCoverage."""
+        self._set_in("forecast", fields)
+
+    def cutback(self, step: int, next_at: str | None) -> None:
+        self._set_in("cutback", {"step": step, "nextAt": next_at})
+
+    @property
+    def patch(self) -> dict[str, Any]:
+        patch = copy.deepcopy(self._patch)
+        if self._conditions_changed:
+            order = [c.value for c in ConditionType]
+            patch["conditions"] = [self._conditions[t] for t in order] + [
+                c for t, c in self._conditions.items() if t not in order]
+        return patch
+
+
+async def write_status(api: KubeApi, namespace: str, name: str, update: StatusUpdate) -> bool:
+    """PATCH /status with the collected changes; False when there were none."""
+    patch = update.patch
+    if not patch:
+        return False
+    await api.patch(INFERENCE_DEPLOYMENTS, namespace, name, {"status": patch}, subresource="status")
+    return True
