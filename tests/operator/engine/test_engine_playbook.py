@@ -188,3 +188,18 @@ def test_scale_up_during_the_emergency(tick):
     assert d.phase is Phase.EMERGENCY
     assert d.desired_replicas["a"] > 8
     assert scaled_up, "A grew without a ScaledUp event"
+
+
+@pytest.mark.parametrize(
+    "overall, a_latency, b_latency, fires",
+    [
+        pytest.param(None, 450.0, None, True, id="no-overall-uses-a"),
+        pytest.param(None, 150.0, 420.0, True, id="no-overall-uses-the-worse-pool"),
+        pytest.param(None, 150.0, 180.0, False, id="no-overall-both-fine"),
+        pytest.param(150.0, 450.0, None, False, id="overall-wins-when-given"),
+    ],
+)
+def test_pool_latencies_stand_in_for_a_missing_overall_quantile(tick, overall, a_latency, b_latency, fires):
+    obs = build_obs(**STEADY, latency=overall, a_extra={"latency_ms": a_latency}, b_extra={"latency_ms": b_latency})
+    d = tick(build_spec(), EngineState(), obs, build_forecast(0.0, 300.0))
+    assert (d.phase is Phase.EMERGENCY) is fires
