@@ -7,7 +7,10 @@ folder, and reads every target from file-based service discovery:
   the identical target labels instead of becoming `exported_*` copies);
 - static jobs (the gateway, the operator's metrics port), from files this
   class writes, so targets can change while it runs without a reload.
-It is stopped by PID (SIGTERM, then SIGKILL), never by name: other helpers may
+Prometheus hands discovery updates to its scrapers at most every 5 seconds
+(its discovery manager's fixed throttle), so a new pod or a changed static
+target is scraped 5-6 s after the file changes; the first scrape after start
+takes as long. It is stopped by PID (SIGTERM, then SIGKILL), never by name: other helpers may
 run their own Prometheus on the same machine.
 
 Usage::
@@ -32,7 +35,6 @@ import urllib.request
 import yaml
 
 from forescale_devcluster import procs
-from forescale_devcluster.podrunner_sd import write_file_sd  # noqa: F401 - re-exported for callers
 
 INSTALL_HINT = "apt-get install -y prometheus"
 _DURATION = re.compile(r"^\d+(ms|s|m|h)$")
