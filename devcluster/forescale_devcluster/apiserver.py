@@ -52,9 +52,9 @@ def load_crds(crds_dir: str | Path | None) -> list[dict[str, Any]]:
 
 async def serve(server: EmulatedApiServer, host: str, port: int) -> tuple[aiohttp.web.ServerRunner, int]:
     """Listen on host:port (0 = a free port); returns the runner and the port bound."""
-    runner = aiohttp.web.ServerRunner(aiohttp.web.Server(server), handle_signals=False)
+    runner = aiohttp.web.ServerRunner(aiohttp.web.Server(server), handle_signals=False, shutdown_timeout=0.5)
     await runner.setup()
-    site = aiohttp.web.TCPSite(runner, host, port, shutdown_timeout=0.5)
+    site = aiohttp.web.TCPSite(runner, host, port)
     await site.start()
     bound = runner.addresses[0][1]
     return runner, bound
