@@ -10,32 +10,12 @@ import re
 import pytest
 import yaml
 
-from chart_tools import CHART, helm_template, promtool_path, run
+from chart_tools import helm_template, promtool_path, run
+from dashboard_queries import dashboard as _dashboard
+from dashboard_queries import exprs as _exprs
+from dashboard_queries import panels as _panels
+from dashboard_queries import substitute as _substitute
 from operator_metrics import KNOWN_METRICS, metric_names
-
-DASHBOARD = CHART / "files" / "dashboards" / "forescale.json"
-#: Grafana variables and the values they take when substituted for parsing.
-VARIABLES = {"$__rate_interval": "5m", "$__interval": "1m", "$namespace": ".*", "$name": "chat"}
-
-
-def _dashboard() -> dict:
-    return json.loads(DASHBOARD.read_text())
-
-
-def _panels(panels: list[dict]):
-    for panel in panels:
-        yield panel
-        yield from _panels(panel.get("panels") or [])
-
-
-def _exprs() -> list[tuple[str, str]]:
-    return [(panel["title"], t["expr"]) for panel in _panels(_dashboard()["panels"]) for t in panel.get("targets", [])]
-
-
-def _substitute(expr: str) -> str:
-    for variable, value in VARIABLES.items():
-        expr = expr.replace(variable, value)
-    return expr
 
 
 def test_dashboard_loads_with_its_variables():
