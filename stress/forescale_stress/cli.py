@@ -37,7 +37,7 @@ def build_config(
     max_requests: Optional[int], max_seconds: float, arrivals: str, seed: int, connections: int,
     request_timeout: float, model: str, distinct_inputs: int, zipf: float, fault: list[str],
     degrade: list[str], kill_pid: Optional[int], fault_grace: float, degrade_window: float,
-    window_min_samples: int,
+    window_min_samples: int, recovery_window: float = 5.0,
 ) -> RunConfig:
     """Validate every option and build the run's config; raises StressError
     naming the first problem. No network access happens here."""
@@ -51,11 +51,12 @@ def build_config(
     if connections < 1:
         raise StressError(f"--connections must be >= 1, got {connections}")
     _check_positive("--request-timeout", request_timeout)
-    if distinct_inputs < 1:
-        raise StressError(f"--distinct-inputs must be >= 1, got {distinct_inputs}")
+    if distinct_inputs < 0:
+        raise StressError(f"--distinct-inputs must be >= 0 (0: every input distinct), got {distinct_inputs}")
     _check_positive("--zipf", zipf, allow_zero=True)
     _check_positive("--fault-grace", fault_grace, allow_zero=True)
     _check_positive("--degrade-window", degrade_window)
+    _check_positive("--recovery-window", recovery_window)
     if window_min_samples < 1:
         raise StressError(f"--window-min-samples must be >= 1, got {window_min_samples}")
     if kill_pid is not None and kill_pid < 2:
@@ -64,9 +65,18 @@ def build_config(
     degradations = tuple(parse_degrade(spec) for spec in degrade)
     if kill_pid is not None and not any(f.kind == "kill" for f in faults):
         raise StressError(f"--kill-pid {kill_pid} needs a kill time: add --fault 'at=30s,kill'")
-    for spec in (*faults, *degradations):
-        if spec.at >= max_seconds:
-            raise StressError(f"{spec.text!r}: at={spec.at:g}s is not before --max-seconds {max_seconds:g}")
+    # The load stops early enough to drain within --max-seconds; an action the
+    # load can never reach is a mistake worth reporting before the run.
+    load_stop = max_seconds - bounds.drain_seconds(request_timeout)
+    # One second is left for the admin call itself.
+    for spec in faults:
+        if spec.end + recovery_window + 1 > load_stop:
+            raise StressError(f"--fault {spec.text!r}: its end plus a {recovery_window:g}s recovery window is past "
+                              f"the load's stop at {load_stop:g}s (--max-seconds minus the drain); raise --max-seconds")
+    for spec in degradations:
+        if spec.at + degrade_window + 1 > load_stop:
+            raise StressError(f"--degrade {spec.text!r}: the {degrade_window:g}s window after at={spec.at:g}s ends "
+                              f"after the load stops at {load_stop:g}s; raise --max-seconds")
     for f in faults:
         if f.kind == "kill":
             check_kill_allowed(target, f)
@@ -74,7 +84,7 @@ def build_config(
         target=target, ramp=ramp, bounds=bounds, arrivals=arrivals, seed=seed, connections=connections,
         timeout_s=request_timeout, model=model, distinct_inputs=distinct_inputs, zipf=zipf, faults=faults,
         degradations=degradations, fault_grace_s=fault_grace, degrade_window_s=degrade_window,
-        window_min_samples=window_min_samples,
+        window_min_samples=window_min_samples, recovery_window_s=recovery_window,
     )
 
 
@@ -128,7 +138,8 @@ def stress(
     connections: int = typer.Option(64, help="size of the client's connection pool"),
     request_timeout: float = typer.Option(10.0, help="seconds before a request counts as failed"),
     model: str = typer.Option("minilm", help="the `model` field sent with each request"),
-    distinct_inputs: int = typer.Option(500, help="distinct inputs, drawn with Zipf popularity"),
+    distinct_inputs: int = typer.Option(0, help="0: every request's input is new (no cache hits); N: draw from N "
+                                              "inputs with Zipf popularity (for cache faults and warm-ups)"),
     zipf: float = typer.Option(1.0, help="Zipf exponent of input popularity (0 = uniform)"),
     fault: list[str] = typer.Option([], help="e.g. 'at=30s,latency_ms=200,seconds=20', 'at=60s,slowdown=2.5,seconds=30', "
                                            "'at=90s,cache_flush', 'at=100s,leak_mb=50', 'at=120s,kill'"),
@@ -138,6 +149,7 @@ def stress(
                                                                "(else FORESCALE_ADMIN_TOKEN[_FILE])"),
     fault_grace: float = typer.Option(10.0, help="seconds after a fault during which steps do not stop the ramp"),
     degrade_window: float = typer.Option(10.0, help="length of the windows before and after a degradation action"),
+    recovery_window: float = typer.Option(5.0, help="sliding window whose p99 must be back to 1.2x the pre-fault p99"),
     window_min_samples: int = typer.Option(20, help="fewest requests in a recovery or degradation window"),
     json_out: bool = typer.Option(False, "--json", help="print exactly one JSON object on stdout"),
     plot: Optional[Path] = typer.Option(None, help="write a PNG of the results"),
@@ -152,7 +164,7 @@ def stress(
             max_seconds=max_seconds, arrivals=arrivals, seed=seed, connections=connections,
             request_timeout=request_timeout, model=model, distinct_inputs=distinct_inputs, zipf=zipf,
             fault=fault, degrade=degrade, kill_pid=kill_pid, fault_grace=fault_grace,
-            degrade_window=degrade_window, window_min_samples=window_min_samples,
+            degrade_window=degrade_window, window_min_samples=window_min_samples, recovery_window=recovery_window,
         )
         token = None
         if needs_admin(config.faults, config.degradations):

@@ -1,6 +1,11 @@
-"""Request inputs: a fixed set of distinct sentences drawn with Zipf-like
-popularity, so a result cache sees realistic hits (and a cache flush or a
-warm-up has something to change), while most requests still cost compute."""
+"""Request inputs.
+
+By default every request carries a distinct input, so a result cache never
+answers and the ramp measures compute, not the cache's hit ratio (which grows
+as the cache fills and would make later, faster steps look cheaper). With
+`--distinct-inputs N` the inputs are N fixed sentences drawn with Zipf
+popularity, so a cache sees realistic hits and a cache flush or a warm-up
+has something to change."""
 
 from __future__ import annotations
 
@@ -22,13 +27,20 @@ def sentences(count: int, seed: int) -> list[str]:
 
 
 class InputPicker:
-    """Draws pre-encoded request bodies: input k has weight 1/(k+1)^zipf."""
+    """Request bodies: all distinct when `distinct` is 0; otherwise drawn from
+    `distinct` pre-encoded inputs, input k with weight 1/(k+1)^zipf."""
 
     def __init__(self, kind: str, model: str, distinct: int, zipf: float, seed: int):
-        self._bodies = [request_body(kind, model, text) for text in sentences(distinct, seed)]
+        self._kind, self._model = kind, model
+        self._texts = sentences(distinct or 64, seed)
+        self._bodies = [request_body(kind, model, text) for text in self._texts] if distinct else []
         self._cum = list(itertools.accumulate(1.0 / (k + 1) ** zipf for k in range(distinct)))
         self._rng = random.Random(seed + 1)
+        self._serial = itertools.count()
 
     def next(self) -> bytes:
         """The body of the next request."""
+        if not self._bodies:
+            n = next(self._serial)
+            return request_body(self._kind, self._model, f"{self._texts[n % len(self._texts)]} #{n}")
         return self._rng.choices(self._bodies, cum_weights=self._cum, k=1)[0]

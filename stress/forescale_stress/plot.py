@@ -35,12 +35,15 @@ def write_plot(result: RunResult, report: dict, path: str) -> None:
     steps = report["steps"]
     fig, (ax_rate, ax_time) = plt.subplots(2, 1, figsize=(10, 9))
     for key, colour in (("p50_ms", "tab:green"), ("p99_ms", "tab:orange"), ("p999_ms", "tab:red")):
-        pts = [(s["rate"], s["achieved_rate"], s[key]) for s in steps if s[key] is not None]
-        if not pts:
-            continue
-        offered, achieved, value = zip(*pts)
-        ax_rate.plot(offered, value, "o-", color=colour, label=f"{key[:-3]} vs offered")
-        ax_rate.plot(achieved, value, "s--", color=colour, mfc="none", label=f"{key[:-3]} vs achieved")
+        pts = [(s["rate"], s["achieved_rate"], s[key]) for s in steps if s[key] is not None and not s["during_fault"]]
+        if pts:
+            offered, achieved, value = zip(*pts)
+            ax_rate.plot(offered, value, "o-", color=colour, label=f"{key[:-3]} vs offered")
+            ax_rate.plot(achieved, value, "s--", color=colour, mfc="none", label=f"{key[:-3]} vs achieved")
+        # steps inside a fault window say nothing about the knee: shown apart
+        hit = [(s["rate"], s[key]) for s in steps if s[key] is not None and s["during_fault"]]
+        if hit:
+            ax_rate.plot(*zip(*hit), "x", color=colour, label=f"{key[:-3]} in a fault window")
     ax_rate.axhline(report["slo_ms"], color="grey", ls=":", label=f"SLO {report['slo_ms']:g} ms")
     if report["knee_rps"] is not None:
         ax_rate.axvline(report["knee_rps"], color="black", ls="--", lw=0.8, label=f"knee {report['knee_rps']:.1f} rps")
@@ -70,8 +73,10 @@ def write_plot(result: RunResult, report: dict, path: str) -> None:
             ax_time.text(event.called_at, 0.02, event.spec.label(), transform=ax_time.get_xaxis_transform(),
                          fontsize=7, rotation=90, color="tab:blue")
     rate_ax = ax_time.twinx()
-    rate_ax.step([s["start_s"] for s in steps], [s["rate"] for s in steps], where="post", color="grey",
-                 lw=1, label="offered rps")
+    if steps:
+        starts = [s["start_s"] for s in steps] + [result.load_end]
+        rates = [s["rate"] for s in steps] + [steps[-1]["rate"]]
+        rate_ax.step(starts, rates, where="post", color="grey", lw=1, label="offered rps")
     if failed.any():
         rate_ax.bar(t, failed, width=1.0, align="edge", color="black", alpha=0.3, label="failed / s")
     rate_ax.set_ylabel("requests/s")

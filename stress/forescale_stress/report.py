@@ -11,7 +11,6 @@ from rich.table import Table
 from forescale_stress.analysis import (
     BASELINE_SECONDS,
     RECOVERY_TOLERANCE,
-    RECOVERY_WINDOW_SECONDS,
     degradation_effect,
     find_knee,
     latency_slope,
@@ -38,7 +37,8 @@ def _recovery(event: TimelineEvent, table: SampleTable, result: RunResult) -> di
         return entry
     end = event.answered_at + spec.seconds
     entry["ended_s"] = _r(end, 3)
-    rec = recovery_time(table, event.called_at, end, result.load_end, result.config.window_min_samples)
+    rec = recovery_time(table, event.called_at, end, result.load_end, result.config.window_min_samples,
+                        window=result.config.recovery_window_s)
     entry["seconds"] = rec.seconds
     entry["baseline_p99_ms"] = _r(rec.baseline_p99_ms)
     if rec.note:
@@ -108,7 +108,7 @@ def build_report(result: RunResult) -> dict:
             "latency": "from the scheduled send time to the end of the answer, successful requests only",
             "achieved_rate": "successful answers that arrived during the step / step seconds",
             "recovery": (f"seconds from the fault's end (its start for instantaneous faults and kills) to the "
-                         f"first {RECOVERY_WINDOW_SECONDS:g}s window whose p99 (failures as infinite) is within "
+                         f"first {cfg.recovery_window_s:g}s window whose p99 (failures as infinite) is within "
                          f"{RECOVERY_TOLERANCE:g}x the p99 of the {BASELINE_SECONDS:g}s before the fault"),
             "degradation": f"p99 over {cfg.degrade_window_s:g}s before the admin call and {cfg.degrade_window_s:g}s "
                            "after its answer",

@@ -49,7 +49,7 @@ class RunConfig:
     connections: int = 64
     timeout_s: float = 10.0
     model: str = "minilm"
-    distinct_inputs: int = 500
+    distinct_inputs: int = 0
     zipf: float = 1.0
     faults: tuple[FaultSpec, ...] = ()
     degradations: tuple[DegradeSpec, ...] = ()
@@ -57,6 +57,8 @@ class RunConfig:
     #: ramp nor count for the knee
     fault_grace_s: float = 10.0
     degrade_window_s: float = 10.0
+    #: sliding window of the recovery definition (docs/stress.md)
+    recovery_window_s: float = 5.0
     #: fewest requests in a recovery or degradation window for its p99
     window_min_samples: int = 20
 

@@ -31,6 +31,8 @@ class State:
         self.cache: set[str] = set()
         self.leak: list[bytes] = []
         self.calls: list[tuple[str, dict]] = []
+        self.flaky = 0
+        self.log_file: str | None = None
 
     def cost_ms(self, key: str) -> float:
         now = time.monotonic()
@@ -76,6 +78,15 @@ async def not_openai(request: web.Request) -> web.Response:
     return web.json_response({"hello": "world"})
 
 
+async def flaky(request: web.Request) -> web.Response:
+    """Every second request fails with 503."""
+    state: State = request.app["state"]
+    state.flaky += 1
+    if state.flaky % 2 == 0:
+        return _error(503, "overloaded")
+    return await _serve(request, "embeddings")
+
+
 async def health(request: web.Request) -> web.Response:
     return web.Response(text="ok")
 
@@ -92,6 +103,9 @@ def _admin(handler):
         except ValueError:
             return _error(400, "body is not JSON")
         state.calls.append((request.path, body))
+        if state.log_file:
+            with open(state.log_file, "a") as log:
+                log.write(json.dumps([request.path, body]) + "\n")
         return handler(state, body)
 
     return wrapped
@@ -135,6 +149,7 @@ def make_app(service_ms: float = 2.0, workers: int = 4, token: str | None = None
     app.router.add_post("/v1/embeddings", embeddings)
     app.router.add_post("/v1/completions", completions)
     app.router.add_post("/plain/v1/embeddings", not_openai)
+    app.router.add_post("/flaky/v1/embeddings", flaky)
     app.router.add_get("/healthz", health)
     app.router.add_get("/readyz", health)
     app.router.add_post("/admin/faults", _admin(_faults))
@@ -145,7 +160,9 @@ def make_app(service_ms: float = 2.0, workers: int = 4, token: str | None = None
 
 async def _main(args: argparse.Namespace) -> None:
     token = open(args.token_file).read().strip() if args.token_file else None
-    runner = web.AppRunner(make_app(args.service_ms, args.workers, token, args.enable_faults), access_log=None)
+    app = make_app(args.service_ms, args.workers, token, args.enable_faults)
+    app["state"].log_file = args.log_file
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", args.port)
     await site.start()
@@ -161,6 +178,7 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--token-file")
     parser.add_argument("--enable-faults", action="store_true")
+    parser.add_argument("--log-file", help="append each accepted admin call here as JSON")
     try:
         asyncio.run(_main(parser.parse_args()))
     except KeyboardInterrupt:
