@@ -179,6 +179,7 @@ class PodRunner:
         """One pass: match pods to every Deployment, report status, write targets; returns problems."""
         problems: list[str] = []
         deployments = await self._list_deployments()
+        await self._drop_deleted_pods()
         seen: set[tuple[str, str]] = set()
         for deployment in deployments:
             meta = deployment.get("metadata") or {}
@@ -234,13 +235,35 @@ class PodRunner:
         await pod.start()
         self._pods[key].append(pod)
 
+    async def _drop_deleted_pods(self) -> None:
+        """Stop the processes of pods deleted through the API (`kubectl delete pod`), as a kubelet does.
+
+        The Deployment's pass below then starts replacements, as a ReplicaSet would.
+        """
+        if not any(self._pods.values()):
+            return
+        present: set[tuple[str, str]] = set()
+        for namespace in self.namespaces if self.namespaces is not None else [None]:
+            for obj in await self.api.list(collection_path("v1", "pods", namespace)):
+                meta = obj.get("metadata") or {}
+                if not meta.get("deletionTimestamp"):
+                    present.add((meta.get("namespace") or namespace or "default", meta.get("name", "")))
+        settled = time.time() - 1.0  # a pod created a moment ago may be missing from a cached list
+        for group in self._pods.values():
+            for pod in [p for p in group if (p.view.namespace, p.view.name) not in present
+                        and p.view.created < settled]:
+                log.info("pod runner: pod %s/%s was deleted through the API; stopping it",
+                         pod.view.namespace, pod.view.name)
+                group.remove(pod)
+                self._stop_in_background(pod, delete=False)
+
     def _remove(self, key: tuple[str, str], pod: LocalPod) -> None:
         self._pods[key].remove(pod)
         self._stop_in_background(pod)
 
-    def _stop_in_background(self, pod: LocalPod) -> None:
+    def _stop_in_background(self, pod: LocalPod, *, delete: bool = True) -> None:
         # Stopping waits up to the grace period; the loop must not.
-        task = asyncio.create_task(pod.stop(), name=f"stop {pod.view.name}")
+        task = asyncio.create_task(pod.stop(delete=delete), name=f"stop {pod.view.name}")
         self._stopping.add(task)
         task.add_done_callback(self._stopping.discard)
 

@@ -158,6 +158,19 @@ async def test_deleted_deployment_takes_its_pods_along(api):
         await eventually(lambda: not any(pid_alive(pid) for pid in pids))
 
 
+async def test_a_pod_deleted_through_the_api_is_stopped_and_replaced(api):
+    api.put(deployment("chat-a", replicas=2, pool="a"), "apis/apps/v1", "deployments")
+    async with PodRunner(api.url, settings=fast_settings(), seed=6) as runner:
+        views = await runner.wait_ready("ml", "chat-a", 2, timeout=20)
+        await asyncio.sleep(1.0)  # older than the runner's settling time
+        victim, victim_pid = views[0].name, views[0].pid
+        del api.objects[("api/v1", "pods")][("ml", victim)]
+        await eventually(lambda: not pid_alive(victim_pid))
+        replaced = await runner.wait_ready("ml", "chat-a", 2, timeout=20)
+        assert victim not in {v.name for v in replaced}
+        assert len(api.items("api/v1", "pods", "ml")) == 2
+
+
 async def test_stale_pods_of_a_dead_runner_are_removed_on_start(api):
     stale = {"metadata": {"name": "chat-a-old-xxxxx", "namespace": "ml",
                           "labels": {"forescale.io/deployment": "chat"},
