@@ -12,7 +12,9 @@ Fourteen days at ~1,900 req/s cannot be replayed request by request, and a
 replay of 14 real days would be far longer than a benchmark allows, so time
 is compressed by `compress` (default 24: one day replays in one hour, each
 600 s window lasts 25 s) while the rate inside a window is kept. Counts are
-returned per 1 s tick.
+returned per 1 s tick. By default only the first day (144 windows) is
+replayed, i.e. one hour of replay; `days` widens it (14 days take ~14 h of
+simulated time and about half a minute just to generate the arrivals).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .trace_types import RateTrace, check_sorted
 
 WINDOW_SECONDS = 600.0
 DEFAULT_COMPRESS = 24.0
+DEFAULT_DAYS = 1.0
 WHAT = "a ServeGen folder of chunk-<client>-trace.csv files (or one such file): window_start,rate,cv,dist,param1,param2"
 
 
@@ -74,7 +77,7 @@ def _interarrivals(rng: np.random.Generator, n: int, rate: float, dist: str, sha
     return rng.exponential(1.0 / rate, n)  # no fit given: Poisson arrivals
 
 
-def read_servegen(path: str | Path, compress: float = DEFAULT_COMPRESS, seed: int = 0) -> RateTrace:
+def read_servegen(path: str | Path, compress: float = DEFAULT_COMPRESS, seed: int = 0, days: float = DEFAULT_DAYS) -> RateTrace:
     """Summed arrivals per 1 s tick over every client, time compressed by `compress`."""
     path = Path(path)
     if compress <= 0:
@@ -91,7 +94,8 @@ def read_servegen(path: str | Path, compress: float = DEFAULT_COMPRESS, seed: in
     busy = np.flatnonzero(totals > 0)
     if busy.size == 0:
         raise TraceError(f"{path}: every window has rate 0: nothing to replay")
-    first, last = int(busy[0]), int(busy[-1])
+    first = int(busy[0])
+    last = min(int(busy[-1]), first + int(round(days * 86400 / WINDOW_SECONDS)) - 1)
     ticks = int(np.ceil((last - first + 1) * window))
     counts = np.zeros(ticks, dtype=np.int64)
     for rows in clients:
@@ -110,7 +114,7 @@ def read_servegen(path: str | Path, compress: float = DEFAULT_COMPRESS, seed: in
             times = times[(times >= 0) & (times < window)] + w * window
             counts += np.bincount(times.astype(np.int64), minlength=ticks)[:ticks]
     notes = (
-        f"ServeGen: {len(clients)} client files summed; windows {first}..{last} of {len(starts)}",
+        f"ServeGen: {len(clients)} client files summed; windows {first}..{last} of {len(starts)} ({(last - first + 1) * WINDOW_SECONDS / 86400:g} days)",
         f"time compressed {compress:g}x: each 600 s window replays in {window:g} s; rates kept",
     )
     return RateTrace(name=str(path), tick_seconds=1.0, counts=counts, notes=notes)

@@ -22,7 +22,7 @@ def load_trace(path: str | Path, fmt: str, *, seed: int = 0, compress: float | N
     if fmt == "azure":
         return read_azure(path)
     if fmt == "mooncake":
-        return read_mooncake(path)
+        return read_mooncake(path, seed=seed)
     if fmt == "servegen":
         return read_servegen(path, compress=compress or DEFAULT_COMPRESS, seed=seed)
     if fmt == "csv":

@@ -1,0 +1,67 @@
+"""`forescale replay`: replay a real trace through the cluster simulator, once per policy.
+
+    forescale replay --trace FILE --format azure|mooncake|servegen|csv
+        [--policies forescale,hpa,keda,kpa,static,oracle] [--slo-ms N]
+        [--startup-seconds N] [--incidents SPEC] [--seed N] [--json] [--plot OUT.png]
+
+With `--json` exactly one JSON object (DESIGN.md §6) goes to stdout and
+progress to stderr; otherwise a table is printed. Bad input gets one line
+on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, help="Replay a real trace through the cluster simulator, once per policy.")
+
+
+def _fail(message: str) -> None:
+    print(f"forescale replay: {message}", file=sys.stderr)
+    raise typer.Exit(2)
+
+
+@app.command()
+def replay(
+    trace: str = typer.Option(..., "--trace", help="trace file (a folder of chunk files for servegen)"),
+    fmt: str = typer.Option(..., "--format", help="azure | mooncake | servegen | csv"),
+    policies: str = typer.Option("forescale,hpa,keda,kpa,static,oracle", "--policies", help="comma-separated policies"),
+    slo_ms: Optional[float] = typer.Option(None, "--slo-ms", help="SLO in ms (default 1000 for token traces, 200 otherwise)"),
+    startup_seconds: float = typer.Option(90.0, "--startup-seconds", help="pod start-up, scheduled -> ready"),
+    incidents: Optional[str] = typer.Option(None, "--incidents", help="e.g. 'slowdown:pool=a,factor=2.5,start=1200,seconds=300;crash:pool=a,pods=1,start=2000', or 'none'; default: one 2.5x slowdown of A for 300 s at a seeded time in the middle third"),
+    seed: int = typer.Option(0, "--seed"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
+    plot: Optional[str] = typer.Option(None, "--plot", help="write a PNG of rate, latency, replicas and weights"),
+    max_replicas: int = typer.Option(100, "--max-replicas", help="maxReplicas of every policy's pools"),
+    profile: Optional[str] = typer.Option(None, "--profile", help="service-time profile (default a100-opt-13b for token traces, t4-bert-base otherwise)"),
+    compress: Optional[float] = typer.Option(None, "--compress", help="time compression of rate traces (servegen default 24)"),
+    forecaster: str = typer.Option("lstm", "--forecaster", help="lstm (the packaged model) or a baseline: last, seasonal, ewm, linear"),
+) -> None:
+    """Replay a trace once per policy and compare them side by side."""
+    from .errors import SimError
+    from .policies.factory import parse_policies
+    from .session import ReplayOptions, run_replay
+    from .traces import FORMATS
+
+    if fmt not in FORMATS:
+        _fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    try:
+        opts = ReplayOptions(trace=trace, fmt=fmt, policies=parse_policies(policies), slo_ms=slo_ms,
+                             startup_seconds=startup_seconds, incidents=incidents, seed=seed, profile=profile,
+                             max_replicas=max_replicas, compress=compress, forecaster=forecaster)
+        result = run_replay(opts)
+        if plot:
+            from .plot import plot_replay
+            print(f"plot written to {plot_replay(result, plot)}", file=sys.stderr)
+    except SimError as exc:
+        _fail(str(exc))
+        return
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json()) + "\n")
+    else:
+        from .report import print_report
+        print_report(result)

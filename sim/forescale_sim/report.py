@@ -1,0 +1,61 @@
+"""The side-by-side table `forescale replay` prints (rich, on stdout)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from .session import ReplayResult
+
+COLUMNS = (
+    ("policy", None),
+    ("requests", "requests"),
+    ("over SLO %", "requests_over_slo_fraction"),
+    ("violation s", "violation_seconds"),
+    ("episodes", "episodes"),
+    ("MTTR s", "mttr_seconds"),
+    ("GPU-h", "gpu_hours"),
+    ("scalings", "scaling_actions"),
+    ("weight chg", "weight_changes"),
+    ("target/pod", "target_per_pod"),
+)
+
+
+def _cell(key: str, value) -> str:
+    if key == "requests_over_slo_fraction":
+        return f"{100 * value:.2f}"
+    if key in ("gpu_hours", "target_per_pod"):
+        return f"{value:.3f}"
+    if key == "mttr_seconds":
+        return f"{value:.0f}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def replay_table(result: ReplayResult) -> Table:
+    """One row per policy, the DESIGN.md §6 measurements as columns."""
+    data = result.to_json()
+    incidents = "; ".join(
+        f"{i['kind']} {i['pool']} x{i.get('factor', '')} at {i['start']:g} s for {i.get('seconds', 0):g} s" if i["kind"] == "slowdown"
+        else f"crash {i['pool']} {i['pods']} pod(s) at {i['start']:g} s" for i in data["incidents"]
+    ) or "none"
+    title = (f"{data['trace']} ({data['format']}, {data['duration_seconds']:g} s); SLO {data['slo_ms']:g} ms; "
+             f"start-up {data['startup_seconds']:g} s; incidents: {incidents}")
+    table = Table(title=title, title_justify="left")
+    for header, _ in COLUMNS:
+        table.add_column(header, justify="left" if header == "policy" else "right")
+    for name, row in data["policies"].items():
+        table.add_row(name, *(_cell(key, row[key]) for _, key in COLUMNS[1:]))
+    return table
+
+
+def print_report(result: ReplayResult, console: Console | None = None) -> None:
+    """The table, then the calibration and the notes a reader needs to judge it."""
+    console = console or Console()
+    console.print(replay_table(result))
+    cal = result.calibration
+    console.print(f"calibration: {cal['profile']} ({cal['source']}); capacity at SLO "
+                  f"{cal['capacity_rps_at_slo']['fp16']} rps/pod fp16, {cal['capacity_rps_at_slo']['int8']} int8; "
+                  f"peers' target_per_pod = {cal['peer_utilization']:.0%} x capacity = {cal['target_per_pod']}")
+    console.print(f"forecaster: {result.forecaster}")
+    for note in result.trace.notes:
+        console.print(f"note: {note}")
