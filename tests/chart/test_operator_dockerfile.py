@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
+import sys
 import tomllib
 
 import pytest
@@ -63,3 +66,34 @@ def test_every_source_root_is_copied_and_not_ignored(root):
     """`pip install .` in the image needs every source root pyproject.toml lists."""
     assert ("COPY", f"{root}/ {root}/") in _instructions()
     assert f"!{root}/" in DOCKERIGNORE.read_text().split()
+
+
+def test_the_copied_sources_install_the_operator(tmp_path):
+    """What the build stage COPYs is enough for `pip install .` to give `forescale` and the operator.
+
+    No image can be built here; this runs the install step on exactly the copied paths
+    (without dependencies, which the image takes from PyPI and the torch CPU index).
+    """
+    context = tmp_path / "context"
+    context.mkdir()
+    for keyword, args in _instructions():
+        if keyword != "COPY" or args.startswith("--from"):
+            continue
+        *sources, _ = args.split()
+        for source in sources:
+            path = REPO / source.rstrip("/")
+            ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+            if path.is_dir():
+                shutil.copytree(path, context / source.rstrip("/"), ignore=ignore)
+            else:
+                shutil.copy(path, context / source)
+    target = tmp_path / "site"
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target), "."],
+        cwd=context, capture_output=True, text=True, timeout=240,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (target / "bin" / "forescale").is_file()
+    for package in ("forescale_cli", "forescale_operator", "forescale_predictor"):
+        assert (target / package / "__init__.py").is_file(), package
+    assert (target / "forescale_operator" / "telemetry.py").is_file()
