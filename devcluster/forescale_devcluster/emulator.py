@@ -24,7 +24,7 @@ import aiohttp.web
 import attrs
 import kmock
 
-from . import store
+from . import crd_validation, store
 from .faults import FaultPlan, status_body
 from .paths import ApiPath, parse_api_path
 from .request_log import RequestLog, RequestRecord
@@ -264,6 +264,7 @@ class EmulatedApiServer(kmock.KubernetesEmulator):
         if self._find(res, obj["metadata"].get("namespace"), obj["metadata"]["name"]) is not None:
             raise store.ApiError(409, f'{res.plural} "{obj["metadata"]["name"]}" already exists', "AlreadyExists",
                                  {"name": obj["metadata"]["name"], "kind": res.plural, "group": res.group})
+        obj = self._admit(res, obj)
         self._next_rv()
         if res.kind == "Deployment" and self.ready_deployments:
             store.emulate_deployment_status(obj)
@@ -285,7 +286,8 @@ class EmulatedApiServer(kmock.KubernetesEmulator):
             if isinstance(body, Mapping):
                 store.check_version(old, body)
             candidate = store.patched(old, body, content_type)
-        new = store.apply_change(res, old, candidate, subresource, self._next_rv())
+        new = self._admit(res, store.apply_change(res, old, candidate, subresource, self._rv + 1))
+        self._next_rv()
         if res.kind == "Deployment" and self.ready_deployments and subresource != "status":
             store.emulate_deployment_status(new)
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
@@ -295,6 +297,18 @@ class EmulatedApiServer(kmock.KubernetesEmulator):
         self._store(res, new)
         await self._record(res, "MODIFIED", new)
         return new
+
+    def _admit(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
+        """Default and validate a custom resource against its CRD's schema and CEL rules (422 when invalid)."""
+        if res.schema is None:
+            return obj
+        defaulted, errors = crd_validation.validate(obj, res.schema)
+        if errors:
+            name = obj.get("metadata", {}).get("name", "")
+            raise store.ApiError(422, f'{res.kind}.{res.group} "{name}" is invalid: ' + "; ".join(errors), "Invalid",
+                                 {"name": name, "kind": res.kind, "group": res.group,
+                                  "causes": [{"message": e} for e in errors]})
+        return defaulted
 
     async def _write_scale(self, res: ServedResource, namespace: str | None, name: str | None, body: Any,
                            content_type: str) -> dict[str, Any]:

@@ -33,6 +33,8 @@ class ServedResource:
     printer_columns: tuple[Mapping[str, Any], ...] = ()
     served: bool = True
     singular: str = ""
+    #: the CRD's openAPIV3Schema: objects are defaulted and validated against it (None for built-ins)
+    schema: Mapping[str, Any] | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -98,6 +100,7 @@ def from_crd(crd: Mapping[str, Any]) -> list[ServedResource]:
             categories=tuple(names.get("categories") or ()),
             printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
             singular=names.get("singular", ""),
+            schema=(version.get("schema") or {}).get("openAPIV3Schema"),
         ))
     return result
 

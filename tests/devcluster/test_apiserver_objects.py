@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 INFDS = "/apis/forescale.io/v1alpha1/namespaces/default/inferencedeployments"
@@ -17,8 +20,9 @@ def deployment(name: str, labels: dict | None = None, **spec) -> dict:
 
 
 def infd(name: str = "chat") -> dict:
-    return {"apiVersion": "forescale.io/v1alpha1", "kind": "InferenceDeployment", "metadata": {"name": name},
-            "spec": {"slo": {"targetLatencyMs": 200}}, "status": {"phase": "Stable"}}
+    body = yaml.safe_load((Path(__file__).parents[2] / "crds" / "examples" / "minimal.yaml").read_text())
+    body["metadata"] = {"name": name}
+    return {**body, "status": {"phase": "Stable"}}
 
 
 def test_create_answers_201_with_uid_resource_version_and_generation(http):
@@ -89,6 +93,7 @@ def test_status_subresource_is_kept_apart_from_spec(http):
     on_status = http.patch(f"{INFDS}/chat/status", json={"status": {"phase": "Stable"}, "spec": {"mode": "Auto"}},
                            headers=merge).json()
     assert on_status["status"] == {"phase": "Stable"} and on_status["spec"]["mode"] == "Preview"
+    assert on_status["spec"]["forecast"]["stepSeconds"] == 15  # defaulted from the CRD's schema
     assert on_status["metadata"]["generation"] == on_main["metadata"]["generation"]
 
 
@@ -138,3 +143,17 @@ def test_get_missing_object_answers_404_status(http):
 def test_protobuf_bodies_are_refused_with_415(http):
     response = http.post(DEPLOYMENTS, content=b"\x00\x01", headers={"Content-Type": "application/vnd.kubernetes.protobuf"})
     assert response.status_code == 415
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"slo": {"targetLatencyMs": 200, "quantile": 1.5}}, "spec.slo.quantile: 1.5 is greater than the maximum of 0.9999"),
+    ({"pools": {"a": {"minReplicas": 5, "maxReplicas": 2, "template": {}}, "b": {"template": {}}}},
+     "spec.pools.a.maxReplicas: pools.a.minReplicas must be <= maxReplicas"),
+    ({"traffic": {"router": "linkerd"}}, "spec.traffic.router: 'linkerd' is not one of"),
+    ({"traffic": {"router": "gatewayapi", "parentRefs": []}}, "router gatewayapi needs at least one parentRef"),
+])
+def test_custom_resources_breaking_the_crd_are_rejected_with_422(http, change, message):
+    body = infd()
+    body["spec"].update(change)
+    response = http.post(INFDS, json=body)
+    assert response.status_code == 422 and message in response.json()["message"]

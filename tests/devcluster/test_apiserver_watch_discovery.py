@@ -7,8 +7,11 @@ import subprocess
 import sys
 import threading
 
+from pathlib import Path
+
 import httpx
 import pytest
+import yaml
 
 from forescale_devcluster.request_log import RequestLog
 
@@ -87,9 +90,9 @@ def test_discovery_lists_served_kinds_and_forgets_unserved_ones(apiserver, http)
 
 
 def test_table_response_uses_the_crds_printer_columns(apiserver, http):
-    obj = {"apiVersion": "forescale.io/v1alpha1", "kind": "InferenceDeployment", "metadata": {"name": "chat"},
-           "spec": {"slo": {"targetLatencyMs": 200}}}
-    http.post(INFDS, json=obj)
+    obj = yaml.safe_load((Path(__file__).parents[2] / "crds" / "examples" / "minimal.yaml").read_text())
+    obj["metadata"] = {"name": "chat"}
+    assert http.post(INFDS, json=obj).status_code == 201
     status = {"phase": "Stable", "pools": {"a": {"summary": "2/2"}, "b": {"summary": "1/1"}}, "weights": {"b": 30}}
     http.patch(f"{INFDS}/chat/status", json={"status": status}, headers={"Content-Type": "application/merge-patch+json"})
     table = http.get(INFDS, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}).json()
