@@ -1,0 +1,67 @@
+"""The desired children: names, labels, environment, owner references, templates as users wrote them."""
+
+from __future__ import annotations
+
+import pytest
+
+from forescale_operator import children
+from forescale_operator.children import Owner
+from forescale_operator.spec import PoolSpec
+
+OWNER = Owner("chat", "ml", "uid-1")
+
+
+def pool(name="a", precision="fp16", template=None) -> PoolSpec:
+    template = template or {"metadata": {"labels": {"team": "x"}}, "spec": {
+        "initContainers": [{"name": "init", "image": "busybox"}],
+        "containers": [{"name": "server", "image": "img", "env": [{"name": "FORESCALE_POOL", "value": "stale"},
+                                                                  {"name": "KEEP", "value": "1"}],
+                        "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+    return PoolSpec(name, 2, 5, precision, 1.0, template)
+
+
+def test_deployment_names_labels_selector_and_owner():
+    body = children.deployment(OWNER, pool(), 3)
+    assert body["metadata"]["name"] == "chat-a" and body["metadata"]["namespace"] == "ml"
+    assert body["metadata"]["labels"]["forescale.io/deployment"] == "chat"
+    assert body["metadata"]["labels"]["forescale.io/pool"] == "a"
+    assert body["metadata"]["ownerReferences"] == [{"apiVersion": "forescale.io/v1alpha1", "kind": "InferenceDeployment",
+                                                    "name": "chat", "uid": "uid-1", "controller": True,
+                                                    "blockOwnerDeletion": True}]
+    assert body["spec"]["replicas"] == 3
+    assert body["spec"]["selector"]["matchLabels"] == {"forescale.io/deployment": "chat", "forescale.io/pool": "a"}
+
+
+@pytest.mark.parametrize("name, precision", [("a", "fp16"), ("b", "int8")])
+def test_pods_carry_labels_and_environment(name, precision):
+    template = children.pod_template(OWNER, pool(name, precision))
+    labels = template["metadata"]["labels"]
+    assert labels["team"] == "x" and labels["forescale.io/pool"] == name and labels["forescale.io/precision"] == precision
+    for container in template["spec"]["containers"] + template["spec"]["initContainers"]:
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert env["FORESCALE_DEPLOYMENT"] == "chat" and env["FORESCALE_POOL"] == name
+        assert env["FORESCALE_PRECISION"] == precision
+    server_env = template["spec"]["containers"][0]["env"]
+    assert [e["name"] for e in server_env].count("FORESCALE_POOL") == 1 and {"name": "KEEP", "value": "1"} in server_env
+
+
+def test_integer_gpu_limit_is_kept_and_the_spec_is_not_mutated():
+    spec_pool = pool()
+    template = children.pod_template(OWNER, spec_pool)
+    assert template["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    assert spec_pool.template["spec"]["containers"][0]["env"][0]["value"] == "stale"
+
+
+def test_three_services_select_their_pools():
+    a, b, both = children.services(OWNER, pool("a"), pool("b"))
+    assert [s["metadata"]["name"] for s in (a, b, both)] == ["chat-a", "chat-b", "chat"]
+    assert a["spec"]["selector"] == {"forescale.io/deployment": "chat", "forescale.io/pool": "a"}
+    assert both["spec"]["selector"] == {"forescale.io/deployment": "chat"}
+    assert all(s["metadata"]["ownerReferences"][0]["uid"] == "uid-1" for s in (a, b, both))
+
+
+@pytest.mark.parametrize("ports, target", [
+    ([], 8000), ([{"containerPort": 9000}], 9000), ([{"containerPort": 9000}, {"name": "http", "containerPort": 8080}], "http")])
+def test_service_target_port(ports, target):
+    template = {"spec": {"containers": [{"name": "s", "image": "i", "ports": ports}]}}
+    assert children.target_port(pool(template=template)) == target
