@@ -40,12 +40,12 @@ OPERATOR_NEEDS = [
 ]
 CLUSTER_NEEDS = [
     ("apiextensions.k8s.io", "customresourcedefinitions", ["get", "list", "watch"], "kopf's scanning"),
-    ("kopf.dev", "clusterkopfpeerings", ["get", "list", "watch", "patch"], "cluster-wide peering"),
+    ("kopf.dev", "clusterkopfpeerings", ["get", "list", "watch", "create", "patch"], "cluster-wide peering; created if missing"),
     ("", "namespaces", ["list", "watch"], "cluster-wide mode"),
 ]
 NAMESPACED_NEEDS = [
     ("apiextensions.k8s.io", "customresourcedefinitions", ["get", "list", "watch"], "kopf's scanning"),
-    ("kopf.dev", "kopfpeerings", ["get", "list", "watch", "patch"], "per-namespace peering"),
+    ("kopf.dev", "kopfpeerings", ["get", "list", "watch", "create", "patch"], "per-namespace peering; created if missing"),
 ]
 CLUSTER_SCOPED = {"customresourcedefinitions", "clusterkopfpeerings", "namespaces"}
 
@@ -106,7 +106,7 @@ NEVER = [
     ApiCall("create", "rbac.authorization.k8s.io", "rolebindings", namespace="ml"),
     ApiCall("list", "", "nodes"),
     ApiCall("get", "", "namespaces", name="ml"),
-    ApiCall("create", "kopf.dev", "clusterkopfpeerings"),
+    ApiCall("delete", "kopf.dev", "clusterkopfpeerings", name="forescale"),
 ]
 
 
