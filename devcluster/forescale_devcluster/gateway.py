@@ -304,3 +304,42 @@ class Gateway:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m forescale_devcluster.gateway --api URL -n NS --route NAME`: serve until interrupted."""
+    import argparse
+    import sys
+
+    from forescale_devcluster.procs import wait_for_termination
+
+    parser = argparse.ArgumentParser(prog="python -m forescale_devcluster.gateway", description=__doc__.split("\n")[0])
+    parser.add_argument("--api", required=True, help="API server URL, e.g. http://127.0.0.1:8001")
+    parser.add_argument("-n", "--namespace", required=True)
+    parser.add_argument("--route", required=True, help="name of the HTTPRoute to follow")
+    parser.add_argument("--port", type=int, default=8080)
+    args = parser.parse_args(argv)
+    if not 0 <= args.port <= 65535:
+        parser.error(f"--port must be 0..65535, got {args.port}")
+    try:
+        gateway = Gateway(args.api, args.namespace, args.route, port=args.port)
+    except ValueError as exc:
+        print(f"gateway: {exc}", file=sys.stderr)
+        return 2
+
+    async def serve() -> None:
+        async with gateway:
+            print(f"gateway: {gateway.url} -> HTTPRoute {args.namespace}/{args.route}", file=sys.stderr)
+            await wait_for_termination()
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        asyncio.run(serve())
+    except OSError as exc:
+        print(f"gateway: cannot listen on port {args.port}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -224,3 +224,50 @@ def summarize(records: list[RequestRecord], window_seconds: float = 10.0) -> lis
             "dropped": sum(1 for r in group if r.error == DROPPED),
         })
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m forescale_devcluster.loadgen --url URL`: send a pattern, print a JSON summary on stdout."""
+    import argparse
+    import json
+    import sys
+
+    from forescale_devcluster.arrivals import builtin_pattern, from_trace
+
+    parser = argparse.ArgumentParser(prog="python -m forescale_devcluster.loadgen", description=__doc__.split("\n")[0])
+    parser.add_argument("--url", required=True, help="base URL of the gateway or a server")
+    parser.add_argument("--trace", help="Azure CSV, Mooncake JSONL or rates CSV (default: the built-in pattern)")
+    parser.add_argument("--format", default="auto", help="azure, mooncake, rates or auto")
+    parser.add_argument("--compression", type=float, default=12.0, help="trace time runs this many times faster")
+    parser.add_argument("--mean-rate", type=float, default=30.0, help="scale the pattern to this mean req/s")
+    parser.add_argument("--duration", type=float, help="seconds to run (default: the whole pattern)")
+    parser.add_argument("--max-concurrency", type=int, default=128)
+    parser.add_argument("--csv", help="also write the request log here")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        pattern = (from_trace(args.trace, args.format, time_compression=args.compression, mean_rate=args.mean_rate)
+                   if args.trace else builtin_pattern(args.mean_rate))
+        gen = LoadGenerator(args.url, pattern, duration_seconds=args.duration or pattern.duration,
+                            max_concurrency=args.max_concurrency, seed=args.seed, csv_path=args.csv)
+    except (ValueError, OSError) as exc:
+        print(f"loadgen: {exc}", file=sys.stderr)
+        return 2
+    print(f"loadgen: {pattern.source}, {gen.duration:.0f} s, mean {pattern.mean:.1f} req/s -> {gen.url}",
+          file=sys.stderr)
+    records = asyncio.run(gen.run())
+    answered = [r.latency_s * 1000 for r in records if r.latency_s is not None]
+    print(json.dumps({
+        "requests": len(records), "duration_seconds": gen.duration,
+        "achieved_rate": len(answered) / gen.duration,
+        "p50_ms": _quantile(answered, 0.5) if answered else None,
+        "p99_ms": _quantile(answered, 0.99) if answered else None,
+        "errors": sum(1 for r in records if r.error or (r.status or 0) >= 400),
+        "dropped": sum(1 for r in records if r.error == DROPPED),
+        "windows": summarize(records),
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -292,3 +292,45 @@ class PodRunner:
         if targets != self._last_targets:
             write_file_sd(self.file_sd_path, targets)
             self._last_targets = targets
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m forescale_devcluster.podrunner --api URL`: run pods until interrupted."""
+    import argparse
+    import os
+    import shlex
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m forescale_devcluster.podrunner", description=__doc__.split("\n")[0])
+    parser.add_argument("--api", required=True, help="API server URL, e.g. http://127.0.0.1:8001")
+    parser.add_argument("-n", "--namespace", action="append", help="namespace to serve (repeatable; default: all)")
+    parser.add_argument("--file-sd", help="write Prometheus file_sd targets here")
+    parser.add_argument("--startup-delay", type=float, default=5.0, help="emulated model-load seconds (default 5)")
+    parser.add_argument("--command", help="pod command template, e.g. 'python -m http.server {port}'")
+    parser.add_argument("--log-dir", help="per-pod output files go here")
+    parser.add_argument("--max-pods", type=int, default=64)
+    args = parser.parse_args(argv)
+    if args.startup_delay < 0:
+        parser.error(f"--startup-delay must be >= 0, got {args.startup_delay}")
+    settings = PodSettings(startup_delay_seconds=args.startup_delay, log_dir=args.log_dir,
+                           admin_token=os.environ.get("FORESCALE_ADMIN_TOKEN") or None)
+    if args.command:
+        settings.command = tuple(shlex.split(args.command))
+    try:
+        runner = PodRunner(args.api, namespaces=args.namespace, settings=settings, file_sd_path=args.file_sd,
+                           max_pods=args.max_pods)
+    except ValueError as exc:
+        print(f"podrunner: {exc}", file=sys.stderr)
+        return 2
+
+    async def serve() -> None:
+        async with runner:
+            await procs.wait_for_termination()
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    asyncio.run(serve())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -137,3 +137,16 @@ def wait_http_ok(url: str, timeout: float, *, proc: subprocess.Popen | None = No
         if time.monotonic() >= deadline:
             raise TimeoutError(f"{url} did not answer within {timeout:g} s")
         time.sleep(interval)
+
+
+async def wait_for_termination() -> None:
+    """Return when this process gets SIGINT or SIGTERM (for the stand-ins' command lines)."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)

@@ -249,3 +249,44 @@ class PrometheusProcess:
         request = urllib.request.Request(self.url + "/-/reload", method="POST")
         with urllib.request.urlopen(request, timeout=10):  # noqa: S310
             pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m forescale_devcluster.prometheus_process --pod-sd FILE`: run Prometheus until interrupted."""
+    import argparse
+    import signal
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m forescale_devcluster.prometheus_process",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--pod-sd", help="file_sd JSON written by the pod runner")
+    parser.add_argument("--static", action="append", default=[], metavar="JOB=HOST:PORT",
+                        help="a static target, e.g. gateway=127.0.0.1:8080 (repeatable)")
+    parser.add_argument("--port", type=int, help="listen port (default: a free one)")
+    parser.add_argument("--scrape-interval", default="2s")
+    args = parser.parse_args(argv)
+    jobs: dict[str, list[str]] = {}
+    for item in args.static:
+        job, sep, target = item.partition("=")
+        if not sep or ":" not in target:
+            parser.error(f"--static wants JOB=HOST:PORT, got {item!r}")
+        jobs.setdefault(job, []).append(target)
+    try:
+        prom = PrometheusProcess(pod_sd_file=args.pod_sd, static_jobs=jobs, scrape_interval=args.scrape_interval,
+                                 port=args.port)
+        prom.start()
+    except (ValueError, RuntimeError) as exc:
+        print(f"prometheus_process: {exc}", file=sys.stderr)
+        return 2
+    print(f"prometheus: {prom.url}", file=sys.stderr)
+    try:
+        # Blocked after Prometheus started, so the child keeps its default handlers.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    finally:
+        prom.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

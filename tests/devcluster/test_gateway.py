@@ -205,3 +205,14 @@ def test_pod_url(pod_obj, url):
 def test_bad_gateway_arguments_are_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
         Gateway(**kwargs)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--api", "nope", "-n", "ml", "--route", "chat"], "must start with http"),
+    (["--api", "http://x", "-n", "", "--route", "chat"], "namespace and the name"),
+])
+def test_command_line_bad_input(capsys, args, message):
+    from forescale_devcluster.gateway import main
+
+    assert main(args) == 2
+    assert message in capsys.readouterr().err

@@ -170,3 +170,33 @@ def test_bad_arguments_are_named(kwargs, message):
 def test_bad_sampler_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         InputSampler(**kwargs)
+
+
+async def test_command_line_prints_one_json_summary(serve, capsys):
+    import json
+
+    from forescale_devcluster.arrivals import builtin_pattern
+    from forescale_devcluster.loadgen import main
+
+    state, url = await serve()
+    # main() runs its own event loop, so it runs in a thread here.
+    code = await asyncio.to_thread(main, ["--url", url, "--mean-rate", "20", "--duration", "1"])
+    out = capsys.readouterr()
+    assert code == 0
+    summary = json.loads(out.out)
+    expected = len(list(poisson_arrivals(builtin_pattern(20), 1.0, seed=0)))
+    assert summary["requests"] == expected == len(state.inputs)
+    assert summary["errors"] == 0 and summary["p50_ms"] > 0
+    assert "built-in" in out.err or "builtin" in out.err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--url", "nope"], "must start with http"),
+    (["--url", "http://x", "--trace", "/no/such/file.csv"], "not found"),
+    (["--url", "http://x", "--mean-rate", "0"], "target mean rate must be > 0"),
+])
+def test_command_line_bad_input(capsys, args, message):
+    from forescale_devcluster.loadgen import main
+
+    assert main(args) == 2
+    assert message in capsys.readouterr().err

@@ -218,3 +218,14 @@ def test_deployment_status_counts(ready, template_hashes, desired, expected):
     status = deployment_status(dep, views, "h")
     assert {k: status[k] for k in expected} == expected
     assert status["observedGeneration"] == 7 and status["availableReplicas"] == status["readyReplicas"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--api", "nope"], "must start with http"),
+    (["--api", "http://x", "--command", "python {nope}"], "unknown field 'nope'"),
+])
+def test_command_line_bad_input(capsys, args, message):
+    from forescale_devcluster.podrunner import main
+
+    assert main(args) == 2
+    assert message in capsys.readouterr().err

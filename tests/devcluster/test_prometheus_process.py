@@ -124,3 +124,18 @@ def test_config_keeps_timeout_within_interval(tmp_path, interval, timeout):
     config = PrometheusProcess(pod_sd_file=str(tmp_path / "p.json"), scrape_interval=interval).config()
     assert config["global"]["scrape_timeout"] == timeout
     assert config["scrape_configs"][0]["honor_labels"] is True
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--static", "gateway"], "JOB=HOST:PORT"),
+    (["--scrape-interval", "soon"], "scrape_interval must be a Prometheus duration"),
+])
+def test_command_line_bad_input(capsys, args, message):
+    from forescale_devcluster.prometheus_process import main
+
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse's own errors exit 2 too
+        code = exc.code
+    assert code == 2
+    assert message in capsys.readouterr().err
