@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 from rich.table import Table
 
@@ -42,7 +44,7 @@ def replay_table(result: ReplayResult) -> Table:
              f"start-up {data['startup_seconds']:g} s; incidents: {incidents}")
     table = Table(title=title, title_justify="left")
     for header, _ in COLUMNS:
-        table.add_column(header, justify="left" if header == "policy" else "right")
+        table.add_column(header, justify="left" if header == "policy" else "right", no_wrap=True)
     for name, row in data["policies"].items():
         table.add_row(name, *(_cell(key, row[key]) for _, key in COLUMNS[1:]))
     return table
@@ -50,7 +52,8 @@ def replay_table(result: ReplayResult) -> Table:
 
 def print_report(result: ReplayResult, console: Console | None = None) -> None:
     """The table, then the calibration and the notes a reader needs to judge it."""
-    console = console or Console()
+    # A pipe gets 80 columns by default, which would truncate the policy names.
+    console = console or (Console() if sys.stdout.isatty() else Console(width=150))
     console.print(replay_table(result))
     cal = result.calibration
     console.print(f"calibration: {cal['profile']} ({cal['source']}); capacity at SLO "

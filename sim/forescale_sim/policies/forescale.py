@@ -77,6 +77,7 @@ class ForescalePolicy:
         self.phases: Counter[str] = Counter()
         self.forecast_models: Counter[str] = Counter()
         self.reasons: list[str] = []
+        self.degraded_reasons: list[str] = []
         self.last_decision = None
 
     def start(self, view: View) -> Command:
@@ -137,6 +138,8 @@ class ForescalePolicy:
         for reason in decision.reasons:
             if reason not in self.reasons[-20:]:
                 self.reasons.append(reason)
+            if decision.phase.value == "Degraded" and len(self.degraded_reasons) < 3 and reason not in self.degraded_reasons:
+                self.degraded_reasons.append(reason)
         return Command(
             replicas=dict(decision.desired_replicas),
             weights=dict(decision.weights),
@@ -151,4 +154,5 @@ class ForescalePolicy:
             "forecast_models": dict(self.forecast_models),
             "degraded": self.phases.get("Degraded", 0) > 0,
             "reasons": self.reasons[-5:],
+            "degraded_reasons": self.degraded_reasons,
         }

@@ -1,0 +1,95 @@
+"""`forescale replay` end to end on short real slices, through the dispatcher."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from forescale_cli.main import main
+
+KEYS = {"requests", "requests_over_slo_fraction", "violation_seconds", "episodes", "mttr_seconds",
+        "gpu_hours", "scaling_actions", "weight_changes", "target_per_pod"}
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["replay", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_json_has_every_design_key_for_every_policy(azure_slice: Path, capsys, tmp_path: Path) -> None:
+    code, out, err = run(capsys, "--trace", str(azure_slice), "--format", "azure", "--json",
+                         "--incidents", "slowdown:pool=a,factor=2.5,start=120,seconds=60",
+                         "--plot", str(tmp_path / "replay.png"))
+    assert code == 0, err
+    data = json.loads(out)  # exactly one JSON object on stdout
+    assert out.count("\n") == 1
+    assert {"trace", "duration_seconds", "slo_ms", "startup_seconds", "incidents", "policies"} <= set(data)
+    assert data["slo_ms"] == 1000 and data["startup_seconds"] == 90
+    assert data["incidents"] == [{"kind": "slowdown", "pool": "a", "factor": 2.5, "start": 120, "seconds": 60}]
+    assert list(data["policies"]) == ["forescale", "hpa", "keda", "kpa", "static", "oracle"]
+    target = data["calibration"]["target_per_pod"]
+    for name, row in data["policies"].items():
+        assert KEYS <= set(row), name
+        assert row["requests"] == 2000
+        assert row["gpu_hours"] > 0
+        assert row["target_per_pod"] == pytest.approx(target)
+    assert target == pytest.approx(0.7 * data["calibration"]["capacity_rps_at_slo"]["fp16"], rel=1e-3)
+    # peers scale pool A only and never move traffic
+    assert all(data["policies"][p]["weight_changes"] == 0 for p in ("hpa", "keda", "kpa", "static", "oracle"))
+    assert data["policies"]["static"]["scaling_actions"] == 0
+    assert "calibration" in err  # progress went to stderr
+    assert (tmp_path / "replay.png").stat().st_size > 10_000
+
+
+def test_table_output(azure_slice: Path, capsys) -> None:
+    code, out, _ = run(capsys, "--trace", str(azure_slice), "--format", "azure", "--policies", "hpa,static",
+                       "--incidents", "none")
+    assert code == 0
+    assert "hpa" in out and "static" in out and "target_per_pod" in out
+
+
+def test_unreachable_slo_saturates_and_reports_degraded(azure_slice: Path, capsys) -> None:
+    code, out, err = run(capsys, "--trace", str(azure_slice), "--format", "azure", "--json", "--policies", "forescale",
+                         "--max-replicas", "1", "--incidents", "none", "--forecaster", "ewm")
+    assert code == 0, err
+    row = json.loads(out)["policies"]["forescale"]
+    assert row["degraded"] is True
+    assert row["phase_seconds"].get("Degraded", 0) > 0
+    assert any("unreachable" in reason for reason in row["degraded_reasons"])
+    assert row["violation_seconds"] > 0
+
+
+BAD = [
+    (["--trace", "/nonexistent/trace.csv", "--format", "azure"], "no such file"),
+    (["--format", "parquet"], "--format must be one of"),
+    (["--incidents", "meltdown:start=1"], "unknown kind 'meltdown'"),
+    (["--incidents", "slowdown:start=99999"], "after the trace ends"),
+    (["--policies", "hpa,vpa"], "unknown policy vpa"),
+    (["--slo-ms", "-5"], "--slo-ms must be > 0"),
+    (["--profile", "t4-bert-base"], "cannot serve a llm trace"),
+    (["--forecaster", "prophet"], "unknown forecaster 'prophet'"),
+]
+
+
+@pytest.mark.parametrize("extra,words", BAD, ids=[b[1] for b in BAD])
+def test_bad_input_is_one_clear_line(azure_slice: Path, capsys, extra: list[str], words: str) -> None:
+    args = ["--trace", str(azure_slice), "--format", "azure", "--policies", "forescale,hpa", *extra]
+    code, out, err = run(capsys, *args)
+    assert code == 2
+    assert words in err
+    assert "Traceback" not in err and out == ""
+
+
+def test_empty_and_unsorted_traces_through_the_cli(tmp_path: Path, capsys) -> None:
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    code, _, err = run(capsys, "--trace", str(empty), "--format", "azure")
+    assert code == 2 and "empty" in err
+    unsorted = tmp_path / "unsorted.jsonl"
+    unsorted.write_text('{"timestamp": 5000, "input_length": 10, "output_length": 5}\n'
+                        '{"timestamp": 1000, "input_length": 10, "output_length": 5}\n')
+    code, _, err = run(capsys, "--trace", str(unsorted), "--format", "mooncake")
+    assert code == 2 and "not sorted" in err
