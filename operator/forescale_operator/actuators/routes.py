@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from ..children import Owner
 from ..kube.client import KubeApi
@@ -29,12 +30,20 @@ async def ensure_route(api: KubeApi, router: Router, owner: Owner, traffic: Traf
     for other in all_routers(api):
         if other.name == router.name or other.ref is None:
             continue
-        # Only look where the cluster serves the kind: asking for an unserved kind is a 404 anyway.
-        if await api.served(other.ref) and await other.delete(owner):
+        # Only look where the cluster serves the kind, and only remove a route this resource owns:
+        # a VirtualService of the same name made by someone else is not ours to delete.
+        if not await api.served(other.ref):
+            continue
+        old = await api.get(other.ref, owner.namespace, owner.name)
+        if old is not None and _owned(old, owner) and await other.delete(owner):
             removed.append(other.describe(owner))
     created = await router.ensure(owner, traffic, carry_over or ALL_ON_A)
     weights = await router.get_weights(owner) or carry_over or ALL_ON_A
     return RouteChange(created, tuple(removed), weights)
+
+
+def _owned(obj: Mapping[str, Any], owner: Owner) -> bool:
+    return any(r.get("uid") == owner.uid for r in (obj.get("metadata") or {}).get("ownerReferences") or [])
 
 
 async def set_weights(router: Router, owner: Owner, weights: Weights) -> None:

@@ -1,0 +1,40 @@
+"""Fixtures for the operator's tests: an emulated API server and a client for it."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import AsyncIterator, Iterator
+
+import pytest
+import yaml
+
+from forescale_devcluster.apiserver import ApiServerHandle, start_apiserver
+from forescale_operator.kube.http import Connection, HttpKubeApi
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "crds" / "examples"
+
+
+@pytest.fixture
+def cluster(crds_dir) -> Iterator[ApiServerHandle]:
+    """An emulated API server whose Deployments report all replicas ready at once (no pod runner)."""
+    handle = start_apiserver(crds_dir, ready_deployments=True, namespaces=("default", "ml"))
+    yield handle
+    handle.stop()
+
+
+@pytest.fixture
+async def api(cluster) -> AsyncIterator[HttpKubeApi]:
+    client = HttpKubeApi(Connection(cluster.url))
+    yield client
+    await client.close()
+
+
+def load_example(name: str = "minimal") -> dict:
+    return copy.deepcopy(yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text()))
+
+
+@pytest.fixture
+def example():
+    """`example("full")`: a fresh copy of crds/examples/<name>.yaml."""
+    return load_example

@@ -1,0 +1,213 @@
+"""reconcile() and tick() as plain functions against the emulated API (no kopf)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from forescale_operator.actuators import Actuators
+from forescale_operator.events import RecordingEvents
+from forescale_operator.handlers.deps import HandlerDeps
+from forescale_operator.handlers.reconcile import reconcile
+from forescale_operator.handlers.tick import TickContext, TickDeps, tick
+
+
+def deps_for(api) -> tuple[HandlerDeps, RecordingEvents]:
+    events = RecordingEvents()
+    return HandlerDeps(api=api, actuators=Actuators(api), events=events), events
+
+
+def apply(cluster, body: dict) -> dict:
+    return cluster.put(body)
+
+
+def current(cluster, name="chat", namespace="default") -> dict:
+    return cluster.get("inferencedeployments", namespace, name)
+
+
+def child_names(cluster, namespace="default") -> dict[str, list[str]]:
+    return {plural: sorted(o["metadata"]["name"] for o in cluster.objects(plural, namespace))
+            for plural in ("deployments", "services", "httproutes", "virtualservices")}
+
+
+async def test_create_makes_every_child_and_reports_with_numbers(cluster, api, example):
+    deps, events = deps_for(api)
+    await reconcile(apply(cluster, example()), deps)
+    assert child_names(cluster) == {"deployments": ["chat-a", "chat-b"], "services": ["chat", "chat-a", "chat-b"],
+                                    "httproutes": ["chat"], "virtualservices": []}
+    assert events.events == [("Normal", "PoolsCreated",
+                              "Created chat-a (2 replicas, fp16), chat-b (1 replica, int8), services chat-a, chat-b, "
+                              "chat, route HTTPRoute chat weights 100/0")]
+    deployment = cluster.get("deployments", "default", "chat-a")
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}
+    status = current(cluster)["status"]
+    assert status["phase"] == "Stable" and status["weights"] == {"a": 100, "b": 0} and status["observedGeneration"] == 1
+    assert status["pools"]["a"]["readyReplicas"] == 2 and status["pools"]["b"]["desiredReplicas"] == 1
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {
+        "Ready": "True", "MetricsAvailable": "Unknown", "ForecastReady": "Unknown", "Emergency": "Unknown"}
+
+
+async def test_a_second_run_changes_nothing_and_posts_nothing(cluster, api, example):
+    deps, events = deps_for(api)
+    await reconcile(apply(cluster, example()), deps)
+    writes_before = [r for r in cluster.request_log if r.verb in ("create", "update", "patch", "delete")]
+    await reconcile(current(cluster), deps)
+    writes_after = [r for r in cluster.request_log if r.verb in ("create", "update", "patch", "delete")]
+    assert len(events.events) == 1 and writes_after == writes_before
+
+
+async def test_replica_bounds_move_existing_replicas_into_range(cluster, api, example):
+    deps, events = deps_for(api)
+    await reconcile(apply(cluster, example()), deps)
+    body = current(cluster)
+    body["spec"]["pools"]["a"]["minReplicas"] = 4
+    body["spec"]["pools"]["b"]["maxReplicas"] = 1
+    await reconcile(apply(cluster, body), deps)
+    assert cluster.get("deployments", "default", "chat-a")["spec"]["replicas"] == 4
+    assert events.events[-1] == ("Normal", "ScaledUp", "Scaled chat-a 2 -> 4: outside the new bounds 4..10")
+
+
+async def test_template_change_reaches_the_deployment(cluster, api, example):
+    deps, events = deps_for(api)
+    await reconcile(apply(cluster, example()), deps)
+    body = current(cluster)
+    container = body["spec"]["pools"]["b"]["template"]["spec"]["containers"][0]
+    container["image"] = "ghcr.io/forescale/model-server:0.2.0"
+    container["resources"] = {}
+    await reconcile(apply(cluster, body), deps)
+    live = cluster.get("deployments", "default", "chat-b")["spec"]["template"]["spec"]["containers"][0]
+    assert live["image"].endswith(":0.2.0") and live["resources"] == {}  # removed fields are removed
+    assert events.events[-1] == ("Normal", "PoolsUpdated", "Updated chat-b template")
+
+
+@pytest.mark.parametrize("new_router, plural", [("istio", "virtualservices"), ("none", None)])
+async def test_router_change_moves_the_route(cluster, api, example, new_router, plural):
+    deps, events = deps_for(api)
+    await reconcile(apply(cluster, example()), deps)
+    body = current(cluster)
+    body["spec"]["traffic"]["router"] = new_router
+    await reconcile(apply(cluster, body), deps)
+    names = child_names(cluster)
+    assert names["httproutes"] == [] and names["virtualservices"] == ([] if plural is None else ["chat"])
+    assert "removed HTTPRoute chat" in events.events[-1][2]
+    assert current(cluster)["status"]["weights"] == {"a": 100, "b": 0}
+
+
+BAD_SPECS = [
+    ("no containers", lambda s: s["pools"]["a"]["template"]["spec"].update(containers=[]),
+     "spec.pools.a.template.spec.containers: must list at least one container"),
+    ("no image", lambda s: s["pools"]["b"]["template"]["spec"]["containers"][0].pop("image"),
+     "spec.pools.b.template.spec.containers[0].image: is required"),
+    ("no pod spec", lambda s: s["pools"]["a"].update(template={"metadata": {}}),
+     "spec.pools.a.template.spec: is required (a PodSpec with at least one container)"),
+]
+
+
+@pytest.mark.parametrize("what, breaks, message", BAD_SPECS, ids=[b[0] for b in BAD_SPECS])
+async def test_invalid_spec_touches_nothing_and_recovers_when_fixed(cluster, api, example, what, breaks, message):
+    deps, events = deps_for(api)
+    body = example()
+    good = copy.deepcopy(body)
+    breaks(body["spec"])
+    await reconcile(apply(cluster, body), deps)
+    assert child_names(cluster) == {"deployments": [], "services": [], "httproutes": [], "virtualservices": []}
+    status = current(cluster)["status"]
+    ready = next(c for c in status["conditions"] if c["type"] == "Ready")
+    assert status["phase"] == "Invalid" and ready["status"] == "False" and ready["reason"] == "InvalidSpec"
+    assert message in ready["message"]
+    assert events.events == [("Warning", "InvalidSpec", f"Invalid spec, no child changed: {message}")]
+    await reconcile(current(cluster), deps)  # a retry or resume does not repeat the event
+    assert len(events.events) == 1
+    fixed = current(cluster)
+    fixed["spec"] = good["spec"]
+    await reconcile(apply(cluster, fixed), deps)
+    assert current(cluster)["status"]["phase"] == "Stable"
+    assert child_names(cluster)["deployments"] == ["chat-a", "chat-b"]
+    assert events.reasons[-2:] == ["PoolsCreated", "PoolsUpdated"]
+
+
+@pytest.mark.parametrize("router, plural, kind", [("gatewayapi", "httproutes", "HTTPRoute"),
+                                                  ("istio", "virtualservices", "VirtualService")])
+async def test_router_whose_api_is_not_served_is_invalid(cluster, api, example, router, plural, kind):
+    cluster.set_served(plural, False)
+    deps, events = deps_for(api)
+    body = example()
+    body["spec"]["traffic"]["router"] = router
+    await reconcile(apply(cluster, body), deps)
+    assert current(cluster)["status"]["phase"] == "Invalid"
+    assert events.events[0][1] == "InvalidSpec" and f"spec.traffic.router: {router} needs {kind}" in events.events[0][2]
+    assert child_names(cluster)["deployments"] == []
+    # Installing the API recovers it on the next tick, without a spec change.
+    cluster.set_served(plural, True)
+    await tick(TickContext(current(cluster)), TickDeps(api=api, actuators=Actuators(api), events=events))
+    assert current(cluster)["status"]["phase"] == "Stable"
+
+
+async def test_template_rejected_by_the_api_server_is_invalid(cluster, api, example):
+    cluster.inject_faults(422, count=1, resource="deployments", verbs={"create"})
+    deps, events = deps_for(api)
+    await reconcile(apply(cluster, example()), deps)
+    assert current(cluster)["status"]["phase"] == "Invalid"
+    assert "the API server rejected a child" in events.events[0][2]
+
+
+@pytest.mark.parametrize("status", [409, 429, 500, 503])
+async def test_retryable_api_errors_propagate_for_kopf_to_retry(cluster, api, example, status):
+    from forescale_operator.kube.errors import ApiError
+    cluster.inject_faults(status, count=1, resource="services", verbs={"create"})
+    deps, _ = deps_for(api)
+    body = apply(cluster, example())
+    with pytest.raises(ApiError) as raised:
+        await reconcile(body, deps)
+    assert raised.value.retryable and raised.value.status == status
+    await reconcile(current(cluster), deps)  # the retry converges
+    assert child_names(cluster)["services"] == ["chat", "chat-a", "chat-b"]
+
+
+class FakeMetrics:
+    configured = True
+
+    def __init__(self, data):
+        self.data = data
+
+    async def observe(self, owner, spec):
+        return self.data
+
+
+async def test_tick_keeps_status_true(cluster, api, example):
+    deps, events = deps_for(api)
+    await reconcile(apply(cluster, example()), deps)
+    cluster.put({**cluster.get("deployments", "default", "chat-a"), "status": {"replicas": 2, "readyReplicas": 1}})
+    summary = await tick(TickContext(current(cluster)), TickDeps(api=api, actuators=Actuators(api), events=events))
+    status = current(cluster)["status"]
+    assert status["phase"] == "Scaling" and status["pools"]["a"]["summary"] == "1/2"
+    assert "a 1/2 ready" in summary
+
+
+async def test_tick_without_metrics_posts_metrics_unavailable_once(cluster, api, example):
+    deps, events = deps_for(api)
+    await reconcile(apply(cluster, example()), deps)
+    tick_deps = TickDeps(api=api, actuators=Actuators(api), events=events, metrics=FakeMetrics(None))
+    await tick(TickContext(current(cluster)), tick_deps)
+    await tick(TickContext(current(cluster)), tick_deps)
+    assert events.reasons.count("MetricsUnavailable") == 1
+    metrics = next(c for c in current(cluster)["status"]["conditions"] if c["type"] == "MetricsAvailable")
+    assert (metrics["status"], metrics["reason"]) == ("False", "NoData")
+
+
+async def test_tick_hands_observations_to_the_decision_seam(cluster, api, example):
+    deps, events = deps_for(api)
+    await reconcile(apply(cluster, example()), deps)
+    calls = []
+
+    async def decide(**kwargs):
+        calls.append(kwargs)
+        kwargs["update"].last_decision("hold: 2 + 1 replicas")
+
+    tick_deps = TickDeps(api=api, actuators=Actuators(api), events=events, metrics=FakeMetrics({"p99_ms": 120}),
+                         decide=decide)
+    await tick(TickContext(current(cluster)), tick_deps)
+    assert calls[0]["observations"] == {"p99_ms": 120} and calls[0]["forecast"] is None
+    assert calls[0]["observation"].a.ready == 2
+    assert current(cluster)["status"]["lastDecision"] == "hold: 2 + 1 replicas"
