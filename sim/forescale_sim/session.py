@@ -29,7 +29,7 @@ from .traces import load_trace
 #: ~1,900 req/s on a handful of pods. Both from PEERS.md §6.
 DEFAULT_PROFILE = {"llm": A100_OPT13B.name, "encoder": T4_BERT_BASE.name}
 DEFAULT_SLO_MS = {"llm": 1000.0, "encoder": 200.0}
-ORACLE_ROUNDS = 4
+ORACLE_ROUNDS = 8
 
 
 @dataclass

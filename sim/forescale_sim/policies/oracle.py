@@ -44,7 +44,8 @@ class OraclePolicy:
         return int(self.need[w_lo : w_hi + 1].max()) if w_lo < self.need.size else int(self.need[-1])
 
     def start(self, view: View) -> Command:
-        return Command({"a": int(self.need[0]), "b": 0})
+        """Pods needed before the first start-up could finish are there, warm, at time 0."""
+        return Command({"a": self.replicas_at(0.0), "b": 0})
 
     def decide(self, view: View) -> Command:
         return Command({"a": self.replicas_at(view.now), "b": 0})
