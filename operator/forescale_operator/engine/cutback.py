@@ -46,7 +46,7 @@ class Health:
     """Latency against the target this tick."""
 
     latency_ms: float | None
-    #: a measured trigger (observed latency, errors, queue) holds
+    #: a trigger that latency alone does not show (errors, a piling queue) holds
     triggered: bool
     label: str  # e.g. "p99"
 

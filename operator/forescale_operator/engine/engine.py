@@ -51,7 +51,7 @@ def decide(
     cap_b = cap.capacity_for(learned, "b", spec.b.precision, params)
 
     # Rule 3: triggers.
-    check = triggers.check(spec, obs, forecast, state.queue, now, params)
+    check = triggers.check(spec, obs, forecast, state.queue, now, params, state.breaches)
     label = triggers.quantile_label(spec.slo.quantile)
     actions: list[Action] = []
     events: list[Event] = []
@@ -92,7 +92,7 @@ def decide(
                 actions.append(action)
                 events.append(event)
                 emergency_weight_b = weight_b
-        health = cutback.Health(triggers.overall_latency(obs), bool(check.observed_only), label)
+        health = cutback.Health(triggers.overall_latency(obs), check.beyond_latency, label)
         progress = cutback.advance(
             spec,
             cutback.Progress(incident, weight_b, under_since, step, next_at, runtime_a, emergency_weight_b),
@@ -185,6 +185,7 @@ def decide(
         capacity=learned,
         metrics_unavailable=False,
         queue=check.queue,
+        breaches=check.breaches,
         last_desired=desired,
         forecast_spike=spike,
         int8_rejected=int8_rejected,

@@ -68,6 +68,8 @@ class EngineState:
     metrics_unavailable: bool = False
     #: recent total queue depths, oldest first (queue-growth trigger)
     queue: tuple[float, ...] = ()
+    #: whether latency was over the target at each recent tick, oldest first (sustained-breach trigger)
+    breaches: tuple[bool, ...] = ()
     #: the replicas the engine last asked for; None before the first decision
     last_desired: Mapping[str, int] | None = None
     #: the forecast upper latency band was over the trigger line at the last tick
@@ -98,6 +100,7 @@ class EngineState:
             },
             "metricsUnavailable": self.metrics_unavailable,
             "queue": [_round(q) for q in self.queue],
+            "breaches": [int(b) for b in self.breaches],
             "lastDesired": dict(self.last_desired) if self.last_desired is not None else None,
             "forecastSpike": self.forecast_spike,
             "int8Rejected": self.int8_rejected,
@@ -145,6 +148,7 @@ def _build(cls: type[EngineState], r: "_Reader", raw: Mapping[str, Any]) -> Engi
         capacity=r.capacity("capacity", raw.get("capacity", {})),
         metrics_unavailable=r.bool("metricsUnavailable", False),
         queue=tuple(r.float(f"queue[{i}]", q) for i, q in enumerate(r.list("queue"))),
+        breaches=tuple(bool(r.int(f"breaches[{i}]", b, 0, 1)) for i, b in enumerate(r.list("breaches"))),
         last_desired=last_desired,
         forecast_spike=r.bool("forecastSpike", False),
         int8_rejected=r.bool("int8Rejected", False),

@@ -7,7 +7,11 @@ Any one of these starts it:
 - errors: the share of requests rejected or failed, weighted by each pool's
   rate, exceeds `errorRatePercent`;
 - queue: the total queue depth grew at every one of the last
-  `queue_growth_ticks` ticks and holds at least `queue_min_depth` requests.
+  `queue_growth_ticks` ticks and holds at least `queue_min_depth` requests;
+- sustained (an extension): latency over the SLO target itself at
+  `breach_ticks` of the last `breach_window_ticks` ticks. A slowdown that keeps
+  the tail over the SLO but under `triggerRatio x target` would otherwise
+  never start the playbook; 0 switches it off.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from forescale_predictor.forecast_types import LATENCY_MS, Forecast
 
 from .types import EngineParams, Observations
 
-OBSERVED, FORECAST, ERRORS, QUEUE = "observed", "forecast", "errors", "queue"
+OBSERVED, FORECAST, ERRORS, QUEUE, SUSTAINED = "observed", "forecast", "errors", "queue", "sustained"
 
 
 @dataclass(frozen=True)
@@ -39,14 +43,15 @@ class TriggerCheck:
 
     fired: tuple[Trigger, ...]
     queue: tuple[float, ...]
+    breaches: tuple[bool, ...] = ()
 
     def has(self, kind: str) -> bool:
         return any(t.kind == kind for t in self.fired)
 
     @property
-    def observed_only(self) -> tuple[Trigger, ...]:
-        """The triggers measured now (everything but the forecast)."""
-        return tuple(t for t in self.fired if t.kind != FORECAST)
+    def beyond_latency(self) -> bool:
+        """A trigger that latency alone does not show (errors, a piling queue) holds now."""
+        return self.has(ERRORS) or self.has(QUEUE)
 
 
 def quantile_label(quantile: float) -> str:
@@ -81,6 +86,7 @@ def check(
     queue_history: tuple[float, ...],
     now: float,
     params: EngineParams,
+    breach_history: tuple[bool, ...] = (),
 ) -> TriggerCheck:
     """Evaluate every trigger for this tick."""
     target = spec.slo.target_latency_ms
@@ -92,6 +98,15 @@ def check(
     latency = overall_latency(obs)
     if latency is not None and latency > line:
         fired.append(Trigger(OBSERVED, f"{q} {latency:.0f} ms > {float(ratio)} x SLO {target:.0f} ms"))
+    breaches = breach_history
+    if latency is not None:
+        breaches = (breach_history + (latency > target,))[-params.breach_window_ticks:]
+    over = sum(breaches)
+    if params.breach_ticks and over >= params.breach_ticks and latency is not None and latency > target:
+        fired.append(Trigger(
+            SUSTAINED,
+            f"{q} over SLO {target:.0f} ms at {over} of the last {len(breaches)} ticks ({latency:.0f} ms now)",
+        ))
 
     if forecast is not None:
         upper = np.asarray(forecast.upper(LATENCY_MS), dtype=float)
@@ -118,4 +133,4 @@ def check(
     if len(queue) == n + 1 and all(b > a for a, b in zip(queue, queue[1:])) and queue[-1] >= params.queue_min_depth:
         fired.append(Trigger(QUEUE, f"queue grew {queue[0]:.0f} -> {queue[-1]:.0f} requests over {n} ticks"))
 
-    return TriggerCheck(tuple(fired), queue)
+    return TriggerCheck(tuple(fired), queue, breaches)

@@ -132,14 +132,20 @@ class EngineParams:
     relax_latency_ratio: float = 0.6
     #: an over-SLO sample never bounds capacity below this share of its per-pod rate
     min_overload_factor: float = 0.5
-    #: share of the learned capacity a pod is sized to carry
-    target_utilization: float = 0.85
+    #: share of the learned capacity a pod is sized to carry. 1.0 because the
+    #: capacity is already the rate at which the SLO quantile reaches the target,
+    #: and sizing on the forecast's upper band is the margin.
+    target_utilization: float = 1.0
     #: start-up (scheduled -> ready) assumed before one is measured, seconds (DESIGN §6)
     default_startup_seconds: float = 90.0
     #: consecutive ticks of growing queue depth that trigger the playbook
     queue_growth_ticks: int = 3
     #: a growing queue only triggers once it holds at least this many requests
     queue_min_depth: float = 1.0
+    #: latency over the SLO target at this many of the last `breach_window_ticks` ticks
+    #: also starts the playbook (an extension of rule 3; 0 switches it off)
+    breach_ticks: int = 2
+    breach_window_ticks: int = 3
     #: inputs warmed per pool (POST /admin/warmup {"top": N})
     warm_top: int = 100
     #: seconds of metrics the incident snapshot covers
@@ -159,6 +165,8 @@ class EngineParams:
             ("target_utilization", 0 < self.target_utilization <= 1),
             ("default_startup_seconds", self.default_startup_seconds >= 0),
             ("queue_growth_ticks", self.queue_growth_ticks >= 1),
+            ("breach_ticks", 0 <= self.breach_ticks <= self.breach_window_ticks),
+            ("breach_window_ticks", self.breach_window_ticks >= 1),
             ("warm_top", self.warm_top >= 1),
             ("snapshot_window_seconds", self.snapshot_window_seconds > 0),
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forescale_operator.engine import ActionKind, EngineState
+from forescale_operator.engine import ActionKind, EngineParams, EngineState
 from forescale_operator.phase import Phase
 from forescale_operator.reasons import Reason
 
@@ -203,3 +203,28 @@ def test_pool_latencies_stand_in_for_a_missing_overall_quantile(tick, overall, a
     obs = build_obs(**STEADY, latency=overall, a_extra={"latency_ms": a_latency}, b_extra={"latency_ms": b_latency})
     d = tick(build_spec(), EngineState(), obs, build_forecast(0.0, 300.0))
     assert (d.phase is Phase.EMERGENCY) is fires
+
+
+@pytest.mark.parametrize(
+    "latencies, breach_ticks, fires_at",
+    [
+        pytest.param([250, 250], 2, 1, id="two-ticks-over-the-slo"),
+        pytest.param([250, 150, 250], 2, 2, id="two-of-the-last-three"),
+        pytest.param([250, 150, 150, 250], 2, None, id="too-far-apart"),
+        pytest.param([250, 250, 150], 2, 1, id="fires-on-the-second-breach"),
+        pytest.param([250, 250, 250, 250], 0, None, id="switched-off"),
+        pytest.param([250, 250, 250], 3, 2, id="three-of-three"),
+    ],
+)
+def test_sustained_breach_of_the_slo_triggers(tick, latencies, breach_ticks, fires_at):
+    # Over the 200 ms target, well under the 2.0 x trigger line: only the sustained trigger can fire.
+    params = EngineParams(name="chat", fallback_capacity_rps=50.0, breach_ticks=breach_ticks, breach_window_ticks=3)
+    spec, state, fired = build_spec(), EngineState(), None
+    for i, latency in enumerate(latencies):
+        d = tick(spec, state, build_obs(t=15.0 * i, latency=float(latency), **STEADY), build_forecast(15.0 * i, 300.0), params)
+        if d.phase is Phase.EMERGENCY and fired is None:
+            fired = i
+            started = next(e for e in d.events if e.reason is Reason.EMERGENCY_STARTED)
+            assert f"p99 over SLO 200 ms at {breach_ticks} of the last" in started.message
+        state = d.state
+    assert fired == fires_at

@@ -95,7 +95,7 @@ def test_a_fresh_start_cannot_scale_below_current_within_the_window(tick):
 
 def test_short_loops_get_a_shorter_default_window(tick):
     spec = build_spec(forecast={"stepSeconds": 2, "horizonSeconds": 180})
-    params = EngineParams(name="chat", fallback_capacity_rps=50.0)
+    params = EngineParams(name="chat", fallback_capacity_rps=50.0, target_utilization=0.85)
     state = tick(spec, EngineState(), build_obs(t=0.0, rate=400.0, a=(10, 10)), None, params).state
     held = tick(spec, state, build_obs(t=39.0, rate=100.0, a=(10, 10)), None, params)
     after = tick(spec, held.state, build_obs(t=41.0, rate=100.0, a=(10, 10)), None, params)
