@@ -45,13 +45,14 @@ def route(weight_a: int, weight_b: int) -> dict:
 
 
 @pytest.fixture
-def apiserver():
+def ml_apiserver():
     handle = start_apiserver(CRDS, namespaces=("default", "ml"))
     yield handle
     handle.stop()
 
 
-async def test_stand_ins_on_the_emulated_api_with_real_model_servers(apiserver, tmp_path):
+async def test_stand_ins_on_the_emulated_api_with_real_model_servers(ml_apiserver, tmp_path):
+    apiserver = ml_apiserver
     for obj in (deployment("chat-a", replicas=2, pool="a", precision="fp16"),
                 deployment("chat-b", replicas=1, pool="b", precision="int8"),
                 service("chat-a", "a"), service("chat-b", "b"), service("chat", None), route(70, 30)):
