@@ -67,8 +67,12 @@ def decide(
     under_since, step, next_at = state.under_slo_since, state.cutback_step, state.cutback_next_at
     int8_rejected = state.int8_rejected
 
-    if incident is None and check.fired:
-        trigger = "; ".join(t.message for t in check.fired)
+    # A forecast spike starts the playbook when it appears, not for as long as it
+    # lasts: a forecaster that keeps predicting a finished incident must not
+    # restart the playbook every time a cut-back completes.
+    starting = [t for t in check.fired if t.kind != triggers.FORECAST or not state.forecast_spike]
+    if incident is None and starting:
+        trigger = "; ".join(t.message for t in starting)
         started = playbook.start(
             spec, obs, trigger, limit,
             (cap.capacity_for(learned, "a", spec.a.precision, params),

@@ -228,3 +228,19 @@ def test_sustained_breach_of_the_slo_triggers(tick, latencies, breach_ticks, fir
             assert f"p99 over SLO 200 ms at {breach_ticks} of the last" in started.message
         state = d.state
     assert fired == fires_at
+
+
+def test_a_lasting_forecast_spike_does_not_restart_the_playbook(tick):
+    spec, spike = build_spec(), [150.0] * 3 + [500.0] * 9
+    first = tick(spec, EngineState(), build_obs(latency=150.0, **STEADY), build_forecast(0.0, 300.0, spike))
+    assert first.phase is Phase.EMERGENCY
+    # The incident is over (state cleared as after a completed cut-back) but the forecast still says spike.
+    after = EngineState.from_status({**first.state.to_status(), "incident": None, "phase": "Stable",
+                                     "weights": {"a": 100, "b": 0}, "runtimePrecisionA": None})
+    d = tick(spec, after, build_obs(t=15.0, latency=150.0, **STEADY), build_forecast(15.0, 300.0, spike))
+    assert d.phase is not Phase.EMERGENCY and d.events == ()
+    # It starts again once the spike went away and came back.
+    calm = tick(spec, d.state, build_obs(t=30.0, latency=150.0, **STEADY), build_forecast(30.0, 300.0, 150.0))
+    again = tick(spec, calm.state, build_obs(t=45.0, latency=150.0, **STEADY), build_forecast(45.0, 300.0, spike))
+    assert again.phase is Phase.EMERGENCY
+    assert [e.reason for e in again.events][:2] == [Reason.FORECAST_SPIKE, Reason.EMERGENCY_STARTED]
