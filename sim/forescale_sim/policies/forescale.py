@@ -155,4 +155,6 @@ class ForescalePolicy:
             "degraded": self.phases.get("Degraded", 0) > 0,
             "reasons": self.reasons[-5:],
             "degraded_reasons": self.degraded_reasons,
+            "capacity_rps": ({k: round(v, 3) for k, v in self.last_decision.capacity_rps.items()}
+                             if self.last_decision is not None else {}),
         }
