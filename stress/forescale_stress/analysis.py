@@ -39,8 +39,10 @@ class Knee:
 
 def find_knee(steps: list[StepStats], slo_ms: float) -> Knee:
     """Walk the steps in order, skipping under-sampled steps and steps inside
-    a fault window, until one has p99 > SLO. The knee is the step with the
-    highest *achieved* rate among those before it (all under the SLO)."""
+    a fault window, until one has p99 > SLO. The knee is the last step before
+    it (the highest offered rate under the SLO), reported at the rate it
+    *achieved*. Taking the last step rather than the largest achieved rate
+    keeps step-to-step noise in the achieved rate from inflating the knee."""
     under: list[StepStats] = []
     crossed = False
     for step in steps:
@@ -52,7 +54,7 @@ def find_knee(steps: list[StepStats], slo_ms: float) -> Knee:
         under.append(step)
     if not under:
         return Knee(None, None, None, crossed, ())
-    best = max(under, key=lambda s: s.achieved_rate)
+    best = max(under, key=lambda s: (s.rate, s.index))
     return Knee(best.achieved_rate, best.rate, best.index, crossed, tuple(s.index for s in under))
 
 
@@ -69,8 +71,13 @@ def least_squares_slope(xs: list[float], ys: list[float]) -> float | None:
 
 def latency_slope(steps: list[StepStats], knee: Knee) -> float | None:
     """Latency growth slope in ms per rps: least squares of p99 against the
-    achieved rate over the steps under the knee (`knee.under_knee`)."""
+    achieved rate over the steps under the knee (`knee.under_knee`). None
+    unless those steps offered at least two different rates: with a held
+    rate the achieved rates differ only by noise, and a line through noise
+    is no slope."""
     chosen = [s for s in steps if s.index in knee.under_knee]
+    if len({round(s.rate, 9) for s in chosen}) < 2:
+        return None
     return least_squares_slope([s.achieved_rate for s in chosen], [s.p99_ms for s in chosen])
 
 

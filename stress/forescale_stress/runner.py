@@ -28,7 +28,6 @@ from forescale_stress.schedule import (
     Bounds,
     Ramp,
     arrival_offsets,
-    step_plan,
     step_stop_reason,
 )
 from forescale_stress.target import Target
@@ -167,12 +166,12 @@ class Runner:
                 return windows, STOP_MAX_RATE
             self._step, self._rate = index, rate
             start = clock()
-            offsets = arrival_offsets(rate, cfg.ramp.cap_seconds, cfg.arrivals, rng)
-            count, length = step_plan(offsets, cfg.ramp.step_seconds, cfg.ramp.needed_samples, cfg.ramp.cap_seconds)
+            length = cfg.ramp.duration(rate)
+            offsets = arrival_offsets(rate, length, cfg.arrivals, rng)
             planned_end = start + length
             end_limit = min(planned_end, load_deadline)
             cpu0 = time.process_time()
-            reason = await self._send_step(gen, index, offsets[:count], start, end_limit, clock)
+            reason = await self._send_step(gen, index, offsets, start, end_limit, clock)
             end = clock()
             if reason is None and end_limit < planned_end:
                 reason = STOP_MAX_SECONDS

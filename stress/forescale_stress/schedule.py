@@ -65,23 +65,11 @@ class Ramp:
         """Longest a step may be extended to (default 3 x step_seconds)."""
         return self.max_step_seconds if self.max_step_seconds is not None else 3.0 * self.step_seconds
 
-
-def step_plan(offsets: list[float], step_seconds: float, needed: int, cap_seconds: float) -> tuple[int, float]:
-    """How many of a step's arrivals to send and when the step ends.
-
-    A step lasts `step_seconds`; if by then fewer than `needed` arrivals fell
-    in it, it is extended until the `needed`-th arrival, but never beyond
-    `cap_seconds` (then it ends under-sampled). `offsets` must cover
-    [0, cap_seconds). Returns (arrivals to send, end offset in seconds).
-    """
-    in_step = sum(1 for t in offsets if t < step_seconds)
-    if in_step >= needed:
-        return in_step, step_seconds
-    within_cap = [t for t in offsets if t < cap_seconds]
-    if len(within_cap) >= needed:
-        # end just after the needed-th send, so it belongs to this step
-        return needed, min(cap_seconds, max(step_seconds, within_cap[needed - 1] + 1e-3))
-    return len(within_cap), cap_seconds
+    def duration(self, rate: float) -> float:
+        """Length of a step at `rate`: `step_seconds`, extended until it offers
+        `needed_samples` requests, but never beyond `cap_seconds` (a step cut
+        by the cap ends under-sampled)."""
+        return max(self.step_seconds, min(self.cap_seconds, self.needed_samples / rate))
 
 
 @dataclass(frozen=True)
@@ -141,19 +129,17 @@ def step_stop_reason(p99_ms: float | None, error_rate: float, bounds: Bounds, ex
 
 def arrival_offsets(rate: float, duration: float, kind: str, rng: random.Random) -> list[float]:
     """Send times within one step, in seconds from its start, for an open-loop
-    generator: Poisson (exponential gaps) or uniform (evenly spaced)."""
+    generator. The step offers exactly `round(rate * duration)` requests, so
+    the offered rate is the one reported:
+
+    - `uniform`: evenly spaced;
+    - `poisson`: at times drawn uniformly over the step and sorted, which is
+      how a Poisson process distributes a given number of arrivals (the
+      bursts are Poisson's; only the count is fixed).
+    """
     if kind not in ARRIVALS:
         raise StressError(f"--arrivals must be one of {', '.join(ARRIVALS)}, got {kind!r}")
-    offsets: list[float] = []
+    count = int(round(rate * duration))
     if kind == "uniform":
-        gap = 1.0 / rate
-        t = 0.0
-        while t < duration:
-            offsets.append(t)
-            t += gap
-        return offsets
-    t = rng.expovariate(rate)
-    while t < duration:
-        offsets.append(t)
-        t += rng.expovariate(rate)
-    return offsets
+        return [i / rate for i in range(count)]
+    return sorted(rng.uniform(0.0, duration) for _ in range(count))

@@ -29,9 +29,10 @@ from synthetic import constant_load, row
           row(3, 13, 13, 80), row(4, 14, 13.5, 300)], 13, 3, True, (0, 3)),
         # first step already over: no knee
         ([row(0, 10, 10, 500), row(1, 11, 11, 50)], None, None, True, ()),
-        # the knee is the highest *achieved* rate, not the last offered one
+        # the knee is the last step under the SLO, at the rate it achieved
+        # (a noisy, higher achieved rate earlier does not inflate it)
         ([row(0, 10, 9.9, 50), row(1, 11, 10.9, 60), row(2, 12, 10.2, 150), row(3, 13, 10, 250)],
-         10.9, 1, True, (0, 1, 2)),
+         10.2, 2, True, (0, 1, 2)),
     ],
 )
 def test_knee(rows, knee_rps, knee_index, crossed, under):
@@ -47,6 +48,13 @@ def test_knee(rows, knee_rps, knee_index, crossed, under):
 def test_least_squares_slope(xs, ys, slope):
     got = least_squares_slope(xs, ys)
     assert got == (None if slope is None else pytest.approx(slope))
+
+
+def test_no_slope_from_a_held_rate():
+    rows = [row(0, 20, 19, 90), row(1, 20, 23, 60), row(2, 20, 18, 120)]
+    knee = find_knee(rows, slo_ms=200)
+    assert knee.under_knee == (0, 1, 2)
+    assert latency_slope(rows, knee) is None
 
 
 def test_slope_uses_only_steps_under_the_knee():

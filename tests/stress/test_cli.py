@@ -34,7 +34,7 @@ def test_short_ramp_reports_every_step(stress, plain_server, tmp_path):
         assert 0 < step["p50_ms"] <= step["p99_ms"] < 1000
         assert step["p999_ms"] is None  # p999 needs 1000 samples
         assert 0.5 * step["rate"] < step["achieved_rate"] < 1.5 * step["rate"]
-    assert report["knee_rps"] == max(s["achieved_rate"] for s in report["steps"])
+    assert report["knee_rps"] == report["steps"][-1]["achieved_rate"] and report["knee_step"] == 2
     assert report["knee_crossed_slo"] is False
     assert isinstance(report["slope_ms_per_rps"], float)
     assert report["slope_steps"] == [0, 1, 2]

@@ -13,7 +13,6 @@ from forescale_stress.schedule import (
     Bounds,
     Ramp,
     arrival_offsets,
-    step_plan,
     step_stop_reason,
 )
 
@@ -44,20 +43,17 @@ def test_needed_samples_and_cap(min_samples, max_step, expected_needed, expected
 
 
 @pytest.mark.parametrize(
-    "offsets, step_s, needed, cap, expected",
+    "ramp, rate, seconds",
     [
-        # enough arrivals in the step: send those inside it, end on time
-        ([0.1 * i for i in range(30)], 2.0, 10, 6.0, (20, 2.0)),
-        # too few: extended until the needed-th arrival
-        ([0.5 * i for i in range(12)], 2.0, 6, 6.0, (6, 2.501)),
-        # too few even at the cap: sent all within the cap, ends under-sampled
-        ([0.0, 1.0, 2.0, 3.0, 7.0], 2.0, 10, 6.0, (4, 6.0)),
-        ([], 1.0, 5, 3.0, (0, 3.0)),
+        (Ramp(10, 10, 10.0, 100), 20.0, 10.0),  # 200 arrivals in 10 s: no extension
+        (Ramp(10, 10, 2.0, 100), 20.0, 5.0),  # extended to offer 100 requests
+        (Ramp(10, 10, 2.0, 300), 100.0, 3.0),  # min-samples above 100 counts
+        (Ramp(10, 10, 2.0, 100), 10.0, 6.0),  # capped at 3 x step: under-sampled
+        (Ramp(10, 10, 2.0, 100, 4.0), 10.0, 4.0),  # explicit cap
     ],
 )
-def test_step_plan(offsets, step_s, needed, cap, expected):
-    count, end = step_plan(offsets, step_s, needed, cap)
-    assert (count, round(end, 3)) == expected
+def test_step_duration(ramp, rate, seconds):
+    assert ramp.duration(rate) == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize(
@@ -132,11 +128,23 @@ def test_step_stop_reason(p99, error_rate, exempt, expected):
 
 
 @pytest.mark.parametrize("kind", ["poisson", "uniform"])
-def test_arrivals_match_the_rate(kind):
-    offsets = arrival_offsets(200.0, 10.0, kind, random.Random(1))
-    assert abs(len(offsets) - 2000) < 150  # Poisson: 2000 +- ~3.3 sigma
+@pytest.mark.parametrize("rate, seconds, count", [(200.0, 10.0, 2000), (42.8, 4.0, 171), (0.5, 3.0, 2)])
+def test_arrivals_offer_exactly_the_rate(kind, rate, seconds, count):
+    offsets = arrival_offsets(rate, seconds, kind, random.Random(1))
+    assert len(offsets) == count
     assert offsets == sorted(offsets)
-    assert 0 <= offsets[0] and offsets[-1] < 10.0
+    assert 0 <= offsets[0] and offsets[-1] < seconds
+
+
+def test_poisson_gaps_are_exponential():
+    # Given the count, Poisson arrival times are uniform order statistics: the
+    # gaps are then close to exponential, with a coefficient of variation ~1.
+    offsets = arrival_offsets(1000.0, 10.0, "poisson", random.Random(3))
+    gaps = [b - a for a, b in zip(offsets, offsets[1:])]
+    mean = sum(gaps) / len(gaps)
+    sd = (sum((g - mean) ** 2 for g in gaps) / len(gaps)) ** 0.5
+    assert mean == pytest.approx(0.001, rel=0.01)
+    assert 0.95 < sd / mean < 1.05
 
 
 def test_uniform_arrivals_are_evenly_spaced_and_poisson_is_seeded():
