@@ -93,3 +93,16 @@ def test_empty_and_unsorted_traces_through_the_cli(tmp_path: Path, capsys) -> No
                         '{"timestamp": 1000, "input_length": 10, "output_length": 5}\n')
     code, _, err = run(capsys, "--trace", str(unsorted), "--format", "mooncake")
     assert code == 2 and "not sorted" in err
+
+
+def test_servegen_slice_replays_through_the_fluid_pools(servegen_slice: Path, capsys) -> None:
+    code, out, err = run(capsys, "--trace", str(servegen_slice), "--format", "servegen", "--json",
+                         "--policies", "hpa,kpa,oracle", "--incidents", "crash:pool=a,pods=1,start=600")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["slo_ms"] == 200  # not a token trace
+    assert data["calibration"]["profile"] == "t4-bert-base"
+    assert any("compressed 24x" in note for note in data["notes"])
+    assert data["incidents"] == [{"kind": "crash", "pool": "a", "pods": 1, "start": 600}]
+    assert all(row["requests"] > 0 for row in data["policies"].values())
+    assert data["policies"]["oracle"]["violation_seconds"] <= data["policies"]["hpa"]["violation_seconds"]
