@@ -42,3 +42,16 @@ def test_preview_events_only_on_transitions(tick):
 def test_auto_is_not_a_preview(tick):
     d = tick(build_spec(), EngineState(), build_obs(rate=300.0, latency=450.0), build_forecast(0.0, 300.0))
     assert not d.preview and d.would is None and d.actions
+
+
+def test_a_preview_decision_serialises_with_what_it_would_do(tick):
+    import json
+
+    spec = build_spec(mode="Preview")
+    d = tick(spec, EngineState(), build_obs(rate=300.0, latency=450.0, a=(2, 2), b=(2, 2)), build_forecast(0.0, 600.0))
+    out = json.loads(json.dumps(d.to_dict()))
+    assert out["preview"] is True and out["actions"] == []
+    assert out["would"]["actions"][0] == {"kind": "SHIFT_TRAFFIC", "pool": None,
+                                          "params": {"weights": {"a": 70, "b": 30}},
+                                          "message": d.would.actions[0].message}
+    assert out["events"][0]["type"] == "Warning" and out["events"][0]["reason"] == "EmergencyStarted"
