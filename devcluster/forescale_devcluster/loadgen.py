@@ -120,6 +120,8 @@ class LoadGenerator:
         self.inputs = inputs or InputSampler(seed)
         self.model, self.csv_path, self.on_record = model, csv_path, on_record
         self.records: list[RequestRecord] = []
+        #: wall-clock time (epoch seconds) of scheduled time 0, to line records up with Prometheus and events
+        self.started_at: float | None = None
         self.in_flight = 0
         self.peak_in_flight = 0
         self._stop = asyncio.Event()
@@ -140,6 +142,7 @@ class LoadGenerator:
         connector = aiohttp.TCPConnector(limit=self.max_concurrency)
         async with aiohttp.ClientSession(timeout=self.timeout, connector=connector) as session:
             start = time.monotonic()
+            self.started_at = time.time()
             for sent, at in enumerate(self.arrivals()):
                 if self._stop.is_set() or (self.max_requests is not None and sent >= self.max_requests):
                     break

@@ -229,8 +229,12 @@ class PodRunner:
 
     async def _start_pod(self, key: tuple[str, str], deployment: dict, current_hash: str) -> None:
         suffix = "".join(self._rng.choice(_SUFFIX_ALPHABET) for _ in range(5))
+        taken = {p.view.port for group in self._pods.values() for p in group}
+        port = procs.free_port()
+        while port in taken:  # the kernel may hand out a port one of our stopped-for-now pods still owns
+            port = procs.free_port()
         pod = LocalPod(self.api, self.settings, namespace=key[0], name=f"{key[1]}-{current_hash}-{suffix}",
-                       deployment=deployment, template_hash=current_hash, port=procs.free_port(),
+                       deployment=deployment, template_hash=current_hash, port=port,
                        on_change=self._changed.set)
         await pod.start()
         self._pods[key].append(pod)

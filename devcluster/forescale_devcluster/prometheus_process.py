@@ -132,7 +132,10 @@ class PrometheusProcess:
         path = find_prometheus(self.binary)
         if path is None:
             raise PrometheusNotInstalled(f"the {self.binary!r} binary is not on PATH; install it with: {INSTALL_HINT}")
-        self.workdir = tempfile.mkdtemp(prefix="forescale-prometheus-")
+        if self.running():
+            return self.url
+        # A restart keeps the folder (and so the data) of a `stop(keep_data=True)`.
+        self.workdir = self.workdir or tempfile.mkdtemp(prefix="forescale-prometheus-")
         for job in self.static_jobs:
             self._write_static(job)
         with open(os.path.join(self.workdir, "prometheus.yml"), "w") as fh:
@@ -152,6 +155,8 @@ class PrometheusProcess:
                 procs.stop_process(self.proc)
         log_tail = self.log_tail()
         self.stop()
+        if not fixed_port:
+            self.port = None
         raise RuntimeError(f"Prometheus did not start: {last_error}\n{log_tail}")
 
     def _argv(self, path: str) -> list[str]:
@@ -174,13 +179,18 @@ class PrometheusProcess:
         """True while the process is alive."""
         return self.proc is not None and self.proc.poll() is None
 
-    def stop(self, grace_seconds: float = 10.0) -> int | None:
-        """Stop the process by PID and remove its temporary folder; returns its exit code."""
+    def stop(self, grace_seconds: float = 10.0, *, keep_data: bool = False) -> int | None:
+        """Stop the process by PID; returns its exit code.
+
+        The temporary folder goes too, unless `keep_data`: then a later
+        `start()` comes back on the same port with the same data, as a
+        restarted Prometheus would (tests of the operator's hold and recovery).
+        """
         code = None
         if self.proc is not None:
             code = procs.stop_process(self.proc, grace_seconds)
             self.proc = None
-        if self.workdir:
+        if self.workdir and not keep_data:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
         return code

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import time
 
 import pytest
 from aiohttp import web
@@ -61,7 +62,9 @@ async def test_achieves_the_offered_rate(serve, tmp_path, process, rate):
     profile = RateProfile((rate,), 2.0)
     gen = LoadGenerator(url, profile, duration_seconds=2.0, process=process, seed=11,
                         csv_path=str(tmp_path / "log.csv"))
+    before = time.time()
     records = await gen.run()
+    assert before <= gen.started_at <= before + 1  # wall clock of scheduled time 0
     scheduled = list(gen.arrivals())
     assert len(records) == len(scheduled) == len(state.inputs)
     if process == "uniform":

@@ -74,6 +74,12 @@ def test_scrapes_pods_and_static_jobs_answers_queries_and_stops(tmp_path):
             prom.query("sum(")
         with pytest.raises(PrometheusQueryError, match="returned 2 series"):
             prom.query_value('{__name__="forescale_test_value"}')
+        # Stopped with its data kept, it comes back on the same URL with the old samples.
+        prom.stop(keep_data=True)
+        with pytest.raises(PrometheusQueryError, match="unreachable"):
+            prom.query("up")
+        assert prom.start() == url
+        assert float(prom.query('forescale_test_value{job="pods"}')[0]["value"][1]) == 42
         workdir, pid = prom.workdir, prom.proc.pid
     finally:
         prom.stop()
