@@ -4,48 +4,44 @@ OPERATOR_NEEDS is the operator's API usage per DESIGN.md (its CRD and status,
 its children, events, ConfigMaps, the admin-token Secret, Pods, kopf's peering
 and scanning). The tests check every needed call is allowed, nothing beyond it
 is granted, and a table of calls the operator must never be able to make is
-denied. A real log of the operator's requests (e.g. recorded by the emulated
-API server) is checked too when FORESCALE_RBAC_CALL_LOG names it.
+denied. test_chart_rbac_operator.py checks the real operator's requests.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import os
-from pathlib import Path
 
 import pytest
 
 from chart_tools import NAMESPACE, render
-from rbac_rules import ApiCall, call_from_record, call_from_request, denied_calls, load_grants, rbac_allows, unused_permissions
+from rbac_rules import ApiCall, denied_calls, load_grants, rbac_allows, unused_permissions
 
 SA_NAME = "forescale"  # release "forescale": the full name is the release name
 ADMIN_SECRET = "forescale-admin"
 WATCHED = ["ml", "ml-staging"]
 
-#: (group, resource, verbs, why): every permission the operator's code uses.
+#: (group, resource, verbs, why): every permission the operator's code uses, with the code path.
+#: test_chart_rbac_operator.py checks the same against the real operator's requests.
 OPERATOR_NEEDS = [
-    ("forescale.io", "inferencedeployments", ["get", "list", "watch", "patch", "update"], "kopf watches, patches finalizers/annotations"),
-    ("forescale.io", "inferencedeployments/status", ["get", "patch", "update"], "status only through the subresource"),
-    ("apps", "deployments", ["get", "list", "watch", "create", "patch", "update", "delete"], "pools <name>-a/-b"),
-    ("", "services", ["get", "list", "watch", "create", "patch", "update", "delete"], "<name>, <name>-a, <name>-b"),
-    ("gateway.networking.k8s.io", "httproutes", ["get", "list", "watch", "create", "patch", "update", "delete"], "router gatewayapi"),
-    ("networking.istio.io", "virtualservices", ["get", "list", "watch", "create", "patch", "update", "delete"], "router istio"),
-    ("", "events", ["create", "patch"], "kopf's core events"),
-    ("events.k8s.io", "events", ["create", "patch"], "events API"),
-    ("", "configmaps", ["get", "list", "watch", "create", "patch"], "model ConfigMaps, snapshots"),
-    ("", "pods", ["get", "list", "watch"], "admin API pod by pod"),
+    ("forescale.io", "inferencedeployments", ["list", "watch", "patch"], "kopf: watch, finalizer and annotations"),
+    ("forescale.io", "inferencedeployments/status", ["patch"], "status.py: merge patch of the status subresource"),
+    ("apps", "deployments", ["get", "create", "update", "patch"], "actuators/deployments.py: pools, replicas"),
+    ("", "services", ["get", "create", "update"], "actuators/services.py"),
+    ("gateway.networking.k8s.io", "httproutes", ["get", "create", "update", "patch", "delete"], "routers/gatewayapi.py"),
+    ("networking.istio.io", "virtualservices", ["get", "create", "update", "patch", "delete"], "routers/istio.py"),
+    ("", "events", ["create"], "events.py and kopf"),
+    ("", "configmaps", ["get", "create"], "spec.forecast.modelRef; snapshot.py"),
+    ("", "pods", ["get", "list", "watch"], "admin_client.py: ready pods of a pool"),
     ("", "secrets", ["get"], "admin token, by name"),
 ]
 CLUSTER_NEEDS = [
-    ("apiextensions.k8s.io", "customresourcedefinitions", ["get", "list", "watch"], "kopf's scanning"),
-    ("kopf.dev", "clusterkopfpeerings", ["get", "list", "watch", "create", "patch"], "cluster-wide peering; created if missing"),
-    ("", "namespaces", ["list", "watch"], "cluster-wide mode"),
+    ("apiextensions.k8s.io", "customresourcedefinitions", ["list", "watch"], "kopf's scanning"),
+    ("kopf.dev", "clusterkopfpeerings", ["get", "list", "watch", "create", "patch"], "peering.py and kopf"),
 ]
 NAMESPACED_NEEDS = [
-    ("apiextensions.k8s.io", "customresourcedefinitions", ["get", "list", "watch"], "kopf's scanning"),
-    ("kopf.dev", "kopfpeerings", ["get", "list", "watch", "create", "patch"], "per-namespace peering; created if missing"),
+    ("apiextensions.k8s.io", "customresourcedefinitions", ["list", "watch"], "kopf's scanning"),
+    ("", "namespaces", ["list", "watch"], "kopf, when serving named namespaces"),
+    ("kopf.dev", "kopfpeerings", ["get", "list", "watch", "create", "patch"], "peering.py and kopf"),
 ]
 CLUSTER_SCOPED = {"customresourcedefinitions", "clusterkopfpeerings", "namespaces"}
 
@@ -101,6 +97,10 @@ NEVER = [
     ApiCall("create", "", "pods", "exec", "ml", "chat-a-1"),
     ApiCall("delete", "forescale.io", "inferencedeployments", namespace="ml", name="chat"),
     ApiCall("deletecollection", "apps", "deployments", namespace="ml"),
+    ApiCall("delete", "apps", "deployments", namespace="ml", name="chat-a"),  # owner references do that
+    ApiCall("delete", "", "services", namespace="ml", name="chat"),
+    ApiCall("update", "forescale.io", "inferencedeployments", namespace="ml", name="chat"),
+    ApiCall("patch", "", "configmaps", namespace="ml", name="chat-forecaster"),
     ApiCall("delete", "", "configmaps", namespace="ml", name="chat-forecaster"),
     ApiCall("patch", "apiextensions.k8s.io", "customresourcedefinitions", name="inferencedeployments.forescale.io"),
     ApiCall("create", "rbac.authorization.k8s.io", "rolebindings", namespace="ml"),
@@ -122,7 +122,6 @@ def test_forbidden_calls_are_denied(mode, call):
         ApiCall("get", "apps", "deployments", namespace="other", name="x"),
         ApiCall("watch", "forescale.io", "inferencedeployments"),  # across all namespaces
         ApiCall("patch", "kopf.dev", "clusterkopfpeerings", name="forescale"),
-        ApiCall("list", "", "namespaces"),
     ],
 )
 def test_namespaced_mode_stays_in_its_namespaces(call):
@@ -139,48 +138,3 @@ def test_router_permissions_follow_values():
     grants = _grants({"rbac.gatewayApi": "false", "rbac.istio": "false"})
     for group, resource in [("gateway.networking.k8s.io", "httproutes"), ("networking.istio.io", "virtualservices")]:
         assert not rbac_allows(grants, ApiCall("patch", group, resource, namespace="ml", name="chat"))
-
-
-def _read_call_log(path: Path) -> list[ApiCall]:
-    """JSON lines: the emulated API server's request records, or {"method": ..., "path": ...} request lines."""
-    calls = []
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        entry = json.loads(line)
-        if "method" in entry:
-            call = call_from_request(entry["method"], entry.get("path") or entry["url"])
-        else:
-            call = call_from_record(entry)
-        if call is not None:
-            calls.append(call)
-    return calls
-
-
-def test_call_log_reader_takes_both_formats(tmp_path):
-    log = tmp_path / "calls.jsonl"
-    log.write_text(
-        '{"verb": "watch", "api_group": "forescale.io", "resource": "inferencedeployments", "subresource": "", "namespace": "", "name": "", "status": 200}\n'
-        '\n'
-        '{"method": "PATCH", "path": "/apis/forescale.io/v1alpha1/namespaces/ml/inferencedeployments/chat/status"}\n'
-        '{"method": "GET", "path": "/apis"}\n'
-    )
-    assert _read_call_log(log) == [
-        ApiCall("watch", "forescale.io", "inferencedeployments"),
-        ApiCall("patch", "forescale.io", "inferencedeployments", "status", "ml", "chat"),
-    ]
-
-
-def test_recorded_operator_calls_are_allowed():
-    """The calls the real operator made against the emulated API server (cluster mode).
-
-    FORESCALE_RBAC_CALL_LOG names the JSON-lines file that
-    forescale_devcluster.request_log.RequestLog(path) writes during an operator run.
-    """
-    log = os.environ.get("FORESCALE_RBAC_CALL_LOG")
-    if not log:
-        pytest.skip("FORESCALE_RBAC_CALL_LOG is not set: no recorded log of the operator's API calls to check")
-    calls = _read_call_log(Path(log))
-    assert calls, f"{log} holds no API calls"
-    denied = denied_calls(_grants({}), calls)
-    assert denied == [], f"the chart's RBAC would deny these calls the operator made: {denied}"
