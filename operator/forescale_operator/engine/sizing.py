@@ -83,16 +83,23 @@ def stabilize(
 ) -> tuple[int, tuple[tuple[float, int], ...]]:
     """HPA behavior stabilization with an up window of 0 and a down window of `window_seconds`.
 
-    Returns the stabilized replicas and the pruned history including this
-    recommendation. Like the HPA, an empty history is seeded with the current
+    Returns the stabilized replicas and the history to keep: this
+    recommendation and the earlier ones that can still be a window maximum. Like the HPA, an empty history is seeded with the current
     replicas, so a fresh start cannot scale down within the first window.
     """
-    kept = tuple((t, n) for t, n in history if now - t < window_seconds and t <= now)
+    kept = [(t, n) for t, n in history if now - t < window_seconds and t <= now]
     if not history:
-        kept = ((now, current),)
-    kept = kept + ((now, raw),)
+        kept = [(now, current)]
+    kept.append((now, raw))
     down = max(n for _, n in kept)
-    return min(max(current, raw), down), kept
+    # Only recommendations that no later one matches can still be the window's
+    # maximum (a later entry leaves the window later), so the rest are dropped:
+    # same result, and the history persisted in status stays a few entries long.
+    pruned: list[tuple[float, int]] = []
+    for t, n in reversed(kept):
+        if not pruned or n > pruned[-1][1]:
+            pruned.append((t, n))
+    return min(max(current, raw), down), tuple(reversed(pruned))
 
 
 def clamp(replicas: int, minimum: int, maximum: int) -> int:

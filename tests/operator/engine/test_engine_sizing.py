@@ -161,3 +161,29 @@ def test_stable_when_ready_matches_desired(tick):
     d = tick(build_spec(), EngineState(), build_obs(rate=80.0, a=(2, 2), b=(1, 1)), build_forecast(0.0, 80.0))
     assert d.phase is Phase.STABLE and d.events == ()
     assert d.summary.startswith("Stable: a 2 (2 ready, fp16) 100%, b 1 (1 ready) 0%")
+
+
+@pytest.mark.parametrize(
+    "recommendations, want",
+    [
+        # (raw per tick, 15 s apart, current 10) -> stabilized at the last tick
+        pytest.param([10, 4, 4, 4], 10, id="max-of-window-holds"),
+        pytest.param([10] + [4] * 20, 4, id="after-window-the-max-leaves"),
+        pytest.param([10, 8, 6] + [3] * 19, 6, id="steps-down-one-expiry-at-a-time"),
+        pytest.param([3, 12], 12, id="up-at-once"),
+    ],
+)
+def test_stabilize_matches_the_hpa_window_and_keeps_a_short_history(recommendations, want):
+    from forescale_operator.engine.sizing import stabilize
+
+    history: tuple = ()
+    full: list[tuple[float, int]] = [(0.0, 10)]
+    got = None
+    for i, raw in enumerate(recommendations):
+        now = 15.0 * i
+        got, history = stabilize(history, now, 10, raw, 300.0)
+        full.append((now, raw))
+        reference = min(max(10, raw), max(n for t, n in full if now - t < 300.0))
+        assert got == reference
+        assert len(history) <= 3 + len(set(recommendations))
+    assert got == want
