@@ -24,6 +24,7 @@ import json
 import logging
 import random
 import time
+from typing import Awaitable, Callable
 
 import aiohttp
 
@@ -83,7 +84,9 @@ class PodRunner:
 
     def __init__(self, api_url: str, *, namespaces: list[str] | None = None, settings: PodSettings | None = None,
                  file_sd_path: str | None = None, poll_interval_seconds: float = 0.5,
-                 label_selector: str = DEPLOYMENT_LABEL, max_pods: int = 64, seed: int | None = None) -> None:
+                 label_selector: str = DEPLOYMENT_LABEL, max_pods: int = 64, seed: int | None = None,
+                 on_pod_ready: Callable[[PodView], Awaitable[None]] | None = None) -> None:
+        """`on_pod_ready` runs each time a pod's process first answers readiness, before the pod is reported Ready."""
         if poll_interval_seconds <= 0:
             raise ValueError(f"poll_interval_seconds must be > 0, got {poll_interval_seconds}")
         self.settings = settings or PodSettings()
@@ -95,6 +98,7 @@ class PodRunner:
         self.label_selector = label_selector
         #: a guard for two shared cores: a runaway replica count must not fork-bomb the machine
         self.max_pods = max_pods
+        self.on_pod_ready = on_pod_ready
         self._rng = random.Random(seed)
         self._pods: dict[tuple[str, str], list[LocalPod]] = {}
         self._reported: dict[tuple[str, str], dict] = {}
@@ -235,7 +239,7 @@ class PodRunner:
             port = procs.free_port()
         pod = LocalPod(self.api, self.settings, namespace=key[0], name=f"{key[1]}-{current_hash}-{suffix}",
                        deployment=deployment, template_hash=current_hash, port=port,
-                       on_change=self._changed.set)
+                       on_change=self._changed.set, on_ready=self.on_pod_ready)
         await pod.start()
         self._pods[key].append(pod)
 

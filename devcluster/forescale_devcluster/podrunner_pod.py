@@ -19,7 +19,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Awaitable, Callable
 
 import aiohttp
 
@@ -118,7 +118,8 @@ class LocalPod:
     """A pod of one Deployment, backed by one local process."""
 
     def __init__(self, api: KubeApi, settings: PodSettings, *, namespace: str, name: str, deployment: dict,
-                 template_hash: str, port: int, on_change: Callable[[], None]) -> None:
+                 template_hash: str, port: int, on_change: Callable[[], None],
+                 on_ready: Callable[[PodView], Awaitable[None]] | None = None) -> None:
         self.api = api
         self.settings = settings
         meta = deployment.get("metadata") or {}
@@ -129,6 +130,7 @@ class LocalPod:
                             port=port, template_hash=template_hash, created=time.time())
         self._owner_uid = meta.get("uid")
         self._on_change = on_change
+        self._on_ready = on_ready
         self._task: asyncio.Task | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._start_time = _now_iso()
@@ -312,6 +314,13 @@ class LocalPod:
                         await procs.astop_process(self._proc, self.settings.stop_grace_seconds)
                     return
                 await asyncio.sleep(0.2)
+            if self._on_ready is not None:
+                # Before the pod is reported Ready, so nobody routes to it first
+                # (the demo re-applies an ongoing incident to new pods here).
+                try:
+                    await self._on_ready(self.view)
+                except Exception as exc:  # noqa: BLE001 - a hook's failure must not kill the pod
+                    log.warning("pod %s: on_ready hook failed: %s", self.view.name, exc)
             self.view.ready = True
             await self._report()
             failures = 0

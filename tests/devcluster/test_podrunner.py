@@ -171,6 +171,23 @@ async def test_a_pod_deleted_through_the_api_is_stopped_and_replaced(api):
         assert len(api.items("api/v1", "pods", "ml")) == 2
 
 
+async def test_on_pod_ready_runs_before_the_pod_is_reported_ready_and_on_every_restart(api):
+    api.put(deployment("chat-a", replicas=1, pool="a"), "apis/apps/v1", "deployments")
+    seen: list[tuple[str, str, int]] = []
+
+    async def hook(view: PodView) -> None:
+        pod = api.get("api/v1", "pods", "ml", view.name)
+        seen.append((view.name, ready_condition(pod), view.restarts))
+        if view.restarts == 0:
+            raise RuntimeError("a failing hook is logged, not fatal")
+
+    async with PodRunner(api.url, settings=fast_settings(), on_pod_ready=hook) as runner:
+        (view,) = await runner.wait_ready("ml", "chat-a", 1, timeout=20)
+        os.kill(view.pid, signal.SIGKILL)
+        await eventually(lambda: len(seen) == 2)
+    assert seen == [(view.name, "False", 0), (view.name, "False", 1)]
+
+
 async def test_stale_pods_of_a_dead_runner_are_removed_on_start(api):
     stale = {"metadata": {"name": "chat-a-old-xxxxx", "namespace": "ml",
                           "labels": {"forescale.io/deployment": "chat"},
