@@ -107,7 +107,7 @@ class EmulatedApiServer(kmock.KubernetesEmulator):
         if group == "" and plural == "namespaces" and path.name is None and verb == "get":
             verb = "list"
         record = dict(verb=verb, api_group=group, resource=plural, subresource=path.subresource or "",
-                      namespace=namespace or "", name=path.name or "")
+                      namespace=namespace or "", name=path.name or "", user_agent=raw.headers.get("User-Agent", ""))
         fault = self.faults.take(verb, plural, path.subresource)
         if fault is not None:
             self.request_log.append(RequestRecord(**record, status=fault))

@@ -23,6 +23,8 @@ class RequestRecord:
     namespace: str  # "" for cluster-scoped or all-namespaces requests
     name: str = ""
     status: int = 0
+    #: the client's User-Agent (tells operator replicas, kubectl and kopf apart)
+    user_agent: str = ""
 
     @property
     def rbac_key(self) -> tuple[str, str, str, str, str]:

@@ -23,8 +23,8 @@ class Observation:
 
     @property
     def phase(self) -> Phase:
-        """Pending until pool A serves; Scaling while a pool's ready replicas differ from desired; else Stable."""
-        if not self.a.exists or self.a.ready == 0:
+        """Pending until pool A serves through the route; Scaling while ready differs from desired; else Stable."""
+        if not self.a.exists or self.a.ready == 0 or self.weights is None:
             return Phase.PENDING
         if self.a.ready != self.a.desired or self.b.ready != self.b.desired or not self.b.exists:
             return Phase.SCALING

@@ -11,6 +11,7 @@ import yaml
 
 from forescale_devcluster.apiserver import ApiServerHandle, start_apiserver
 from forescale_operator.kube.http import Connection, HttpKubeApi
+from operator_harness import OperatorProcess
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "crds" / "examples"
 
@@ -38,3 +39,18 @@ def load_example(name: str = "minimal") -> dict:
 def example():
     """`example("full")`: a fresh copy of crds/examples/<name>.yaml."""
     return load_example
+
+
+@pytest.fixture
+def start_operator(cluster, tmp_path):
+    """`start_operator(args=("-A",), **env)` -> OperatorProcess; every one started is stopped afterwards."""
+    started: list[OperatorProcess] = []
+
+    def start(args: tuple[str, ...] = ("-A",), name: str = "operator", **env: str) -> OperatorProcess:
+        process = OperatorProcess(cluster, tmp_path / f"{name}.log", args, **env)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()

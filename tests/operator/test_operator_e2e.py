@@ -1,0 +1,226 @@
+"""The real operator (`forescale operator`, kopf, over HTTP) against the emulated API server.
+
+Each test starts its own API server and operator process: the order of
+tests never matters. Loop intervals are shortened (stepSeconds 1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from operator_harness import OperatorProcess, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBECTL = ROOT / "bin" / "kubectl"
+
+
+def kubectl(cluster, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, KUBECONFIG=str(cluster.kubeconfig_path))
+    return subprocess.run([str(KUBECTL), *args], env=env, capture_output=True, text=True, timeout=60, input=stdin)
+
+
+def fast(body: dict, name: str | None = None, namespace: str = "default") -> dict:
+    body["metadata"]["namespace"] = namespace
+    if name:
+        body["metadata"]["name"] = name
+    body["spec"].setdefault("forecast", {})["stepSeconds"] = 1
+    return body
+
+
+def children(cluster, name: str, namespace: str = "default") -> dict[str, list[str]]:
+    def owned(plural):
+        return sorted(o["metadata"]["name"] for o in cluster.objects(plural, namespace)
+                      if o["metadata"].get("labels", {}).get("forescale.io/deployment") == name)
+    return {p: owned(p) for p in ("deployments", "services", "httproutes", "virtualservices")}
+
+
+def reasons(cluster, name: str, namespace: str = "default") -> list[str]:
+    events = [e for e in cluster.objects("events", namespace) if e["involvedObject"]["name"] == name]
+    return [e["reason"] for e in sorted(events, key=lambda e: int(e["metadata"]["resourceVersion"]))]
+
+
+def status(cluster, name: str, namespace: str = "default") -> dict:
+    obj = cluster.get("inferencedeployments", namespace, name)
+    return (obj or {}).get("status") or {}
+
+
+def converged(cluster, name: str, namespace: str = "default") -> bool:
+    return status(cluster, name, namespace).get("phase") == "Stable"
+
+
+needs_kubectl = pytest.mark.skipif(not KUBECTL.exists(), reason="bin/kubectl is installed by `make tools`")
+
+
+@needs_kubectl
+def test_examples_yield_children_status_events_and_printer_columns(cluster, start_operator, example):
+    operator = start_operator()
+    manifests = "---\n".join(yaml.safe_dump(fast(example(n))) for n in ("minimal", "full"))
+    applied = kubectl(cluster, "apply", "--validate=false", "-f", "-", stdin=manifests)
+    assert applied.returncode == 0, applied.stderr
+    for name in ("chat", "chat-full"):
+        wait_until(lambda: converged(cluster, name), 20, f"{name} Stable", operator)
+        assert children(cluster, name) == {"deployments": [f"{name}-a", f"{name}-b"],
+                                           "services": sorted([name, f"{name}-a", f"{name}-b"]),
+                                           "httproutes": [name], "virtualservices": []}
+        route = cluster.get("httproutes", "default", name)
+        assert [r["weight"] for r in route["spec"]["rules"][0]["backendRefs"]] == [100, 0]
+        assert reasons(cluster, name) == ["PoolsCreated"]
+        got = status(cluster, name)
+        assert got["weights"] == {"a": 100, "b": 0} and got["observedGeneration"] == 1
+    table = kubectl(cluster, "get", "infd")
+    assert table.returncode == 0, table.stderr
+    header, *rows = table.stdout.splitlines()
+    assert header.split() == ["NAME", "PHASE", "A", "B", "WEIGHT-B", "FORECAST-P99", "SLO", "AGE"]
+    assert rows[0].split()[:6] == ["chat", "Stable", "2/2", "1/1", "0", "200"]
+    by_category = kubectl(cluster, "get", "forescale")
+    assert by_category.returncode == 0 and "chat-full" in by_category.stdout
+
+
+def test_updates_converge_and_delete_leaves_nothing(cluster, start_operator, example):
+    operator = start_operator()
+    cluster.put(fast(example()))
+    wait_until(lambda: converged(cluster, "chat"), 20, "Stable", operator)
+
+    body = cluster.get("inferencedeployments", "default", "chat")
+    body["spec"]["pools"]["a"]["minReplicas"] = 3
+    body["spec"]["pools"]["b"]["template"]["spec"]["containers"][0]["image"] = "ghcr.io/forescale/model-server:0.2.0"
+    body["spec"]["traffic"]["router"] = "istio"
+    cluster.put(body)
+    wait_until(lambda: cluster.get("deployments", "default", "chat-a")["spec"]["replicas"] == 3, 20, "scale to 3", operator)
+    wait_until(lambda: children(cluster, "chat")["virtualservices"] == ["chat"]
+               and children(cluster, "chat")["httproutes"] == [], 20, "router change", operator)
+    image = cluster.get("deployments", "default", "chat-b")["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image.endswith(":0.2.0")
+    wait_until(lambda: status(cluster, "chat").get("observedGeneration") == 2, 20, "observedGeneration 2", operator)
+    assert {"ScaledUp", "PoolsUpdated"} <= set(reasons(cluster, "chat"))
+
+    deleted = kubectl(cluster, "delete", "infd", "chat", "--wait=false") if (ROOT / "bin" / "kubectl").exists() else None
+    if deleted is None:
+        cluster.call(lambda: cluster.server._delete(cluster.server.registry.find_any("inferencedeployments"),
+                                                    "default", "chat"))
+    wait_until(lambda: cluster.get("inferencedeployments", "default", "chat") is None, 20, "CR gone", operator)
+    wait_until(lambda: children(cluster, "chat") == {"deployments": [], "services": [], "httproutes": [],
+                                                     "virtualservices": []}, 20, "children gone", operator)
+
+
+def test_restart_resumes_without_duplicates(cluster, start_operator, example):
+    first = start_operator(name="first")
+    cluster.put(fast(example()))
+    wait_until(lambda: converged(cluster, "chat"), 20, "Stable", first)
+    assert first.stop() == 0
+    # While no operator runs, the spec changes; the next one must pick it up on resume.
+    body = cluster.get("inferencedeployments", "default", "chat")
+    body["spec"]["pools"]["b"]["minReplicas"] = 2
+    cluster.put(body)
+    second = start_operator(name="second")
+    wait_until(lambda: cluster.get("deployments", "default", "chat-b")["spec"]["replicas"] == 2, 20, "resume", second)
+    assert children(cluster, "chat")["deployments"] == ["chat-a", "chat-b"]
+    assert reasons(cluster, "chat").count("PoolsCreated") == 1
+    creates = [r for r in cluster.request_log if r.verb == "create" and r.resource in ("deployments", "services")]
+    assert len(creates) == 5  # two Deployments and three Services, once
+
+
+def test_two_replicas_only_the_leader_acts_and_the_other_takes_over(cluster, start_operator, example):
+    leader = start_operator(name="leader", POD_NAME="op-0", FORESCALE_PRIORITY="200")
+    leader.wait_for_log("Peering 'forescale' with priority 200")
+    standby = start_operator(name="standby", POD_NAME="op-1", FORESCALE_PRIORITY="100")
+    standby.wait_for_log("Peering 'forescale' with priority 100")
+    # Both replicas keep their records in the shared ClusterKopfPeering; the standby starts paused.
+    wait_until(lambda: len((cluster.get("clusterkopfpeerings", None, "forescale") or {}).get("status") or {}) == 2,
+               20, "two peers", standby)
+    cluster.put(fast(example(), name="one"))
+    wait_until(lambda: converged(cluster, "one"), 20, "one Stable", leader)
+
+    def writers(name: str) -> set[str]:
+        return {r.user_agent for r in cluster.request_log
+                if r.verb in ("create", "update", "patch") and r.resource in ("deployments", "services", "events",
+                                                                             "httproutes", "inferencedeployments")
+                and r.name.startswith(name) or (r.verb == "create" and r.resource == "deployments" and name in r.name)}
+
+    assert {ua for ua in writers("one") if ua.startswith("forescale-operator/")} == {"forescale-operator/op-0"}
+
+    leader.stop()
+    standby.wait_for_log("Resuming operations after the pause")
+    cluster.put(fast(example(), name="two"))
+    wait_until(lambda: converged(cluster, "two"), 20, "two Stable", standby)
+    creates = {r.user_agent for r in cluster.request_log if r.verb == "create" and r.resource == "deployments"}
+    assert creates == {"forescale-operator/op-0", "forescale-operator/op-1"}
+
+
+def test_standalone_without_the_peering_crd(crds_dir, tmp_path, example):
+    from forescale_devcluster.apiserver import start_apiserver
+
+    handle = start_apiserver(crds_dir, ready_deployments=True)
+    handle.set_served("clusterkopfpeerings", False)
+    operator = OperatorProcess(handle, tmp_path / "op.log")
+    try:
+        operator.wait_for_log("Running standalone: the ClusterKopfPeering CRD (kopf.dev/v1) is not installed")
+        handle.put(fast(example()))
+        wait_until(lambda: (handle.get("inferencedeployments", "default", "chat") or {}).get("status", {})
+                   .get("phase") == "Stable", 20, "Stable", operator)
+        assert operator.log.count("Running standalone") == 1
+    finally:
+        operator.stop()
+        handle.stop()
+
+
+def test_api_errors_and_dropped_watches_are_retried(cluster, start_operator, example):
+    operator = start_operator()
+    cluster.inject_faults(409, count=2, resource="deployments", verbs={"create"})
+    cluster.inject_faults(500, count=1, resource="services", verbs={"create"})
+    cluster.inject_faults(429, count=1, resource="httproutes", verbs={"create"})
+    cluster.put(fast(example()))
+    wait_until(lambda: converged(cluster, "chat"), 30, "Stable despite faults", operator)
+    assert cluster.server.faults.pending() == 0, cluster.server.faults._faults
+    assert children(cluster, "chat")["services"] == ["chat", "chat-a", "chat-b"]
+    statuses = [r.status for r in cluster.request_log if r.verb == "create" and r.resource == "deployments"]
+    assert statuses[:2] == [409, 409] and 201 in statuses
+
+    cluster.drop_watches()
+    body = cluster.get("inferencedeployments", "default", "chat")
+    body["spec"]["pools"]["a"]["minReplicas"] = 3
+    cluster.put(body)
+    wait_until(lambda: cluster.get("deployments", "default", "chat-a")["spec"]["replicas"] == 3, 20,
+               "converge after a dropped watch", operator)
+    assert operator.process.poll() is None  # never a crash
+
+
+def test_invalid_resource_does_not_stop_the_others_and_recovers(cluster, start_operator, example):
+    operator = start_operator(args=("-n", "default"))
+    bad = fast(example(), name="bad")
+    bad["spec"]["pools"]["a"]["template"]["spec"]["containers"] = []
+    cluster.put(bad)
+    cluster.put(fast(example(), name="good"))
+    wait_until(lambda: converged(cluster, "good"), 20, "good Stable", operator)
+    wait_until(lambda: status(cluster, "bad").get("phase") == "Invalid", 20, "bad Invalid", operator)
+    assert children(cluster, "bad")["deployments"] == []
+    event = next(e for e in cluster.objects("events", "default") if e["involvedObject"]["name"] == "bad")
+    assert event["type"] == "Warning" and event["reason"] == "InvalidSpec"
+    assert "spec.pools.a.template.spec.containers: must list at least one container" in event["message"]
+
+    fixed = cluster.get("inferencedeployments", "default", "bad")
+    fixed["spec"]["pools"]["a"]["template"] = example()["spec"]["pools"]["a"]["template"]
+    cluster.put(fixed)
+    wait_until(lambda: converged(cluster, "bad"), 20, "bad recovers", operator)
+    assert children(cluster, "bad")["deployments"] == ["bad-a", "bad-b"]
+
+
+@pytest.mark.parametrize("args, env, message", [
+    (("-A",), {"FORESCALE_LOG_LEVEL": "chatty"}, "bad setting: FORESCALE_LOG_LEVEL: must be one of"),
+    (("-A", "-n", "ml"), {}, "give either -n/--namespace or -A/--all-namespaces, not both"),
+    (("-A",), {"KUBECONFIG": "/nonexistent/kubeconfig"}, "cannot load Kubernetes credentials"),
+])
+def test_bad_start_up_exits_with_a_clear_message(tmp_path, args, env, message):
+    import sys
+
+    full_env = dict(os.environ, HOME=str(tmp_path), **env)
+    full_env.setdefault("KUBECONFIG", str(tmp_path / "none"))
+    forescale = Path(sys.executable).parent / "forescale"
+    result = subprocess.run([str(forescale), "operator", *args], env=full_env, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and message in result.stderr
+    assert "Traceback" not in result.stderr
