@@ -150,3 +150,15 @@ def test_a_restart_from_status_resumes_at_the_same_step(tick):
     reasons = [e.reason for d in live.decisions for e in d.events]
     assert Reason.CUTBACK_ABORTED in reasons and reasons.count(Reason.RECOVERED) == 2
     assert live.decisions[-1].weights == {"a": 100, "b": 0}
+
+
+def test_the_last_step_is_checked_at_the_template_precision(tick):
+    # 5 ready A pods carry 300 rps at int8 (83 rps each) but not at fp16 (50 rps each),
+    # and the last step restores fp16: it waits for A's capacity at fp16.
+    s = _cutting_back(tick)
+    s.at(195.0, latency=150.0, a_extra=INT8)
+    d = s.at(255.0, latency=150.0, a=(8, 5), a_extra=INT8)
+    assert d.weights["b"] == 10 and d.runtime_precision["a"] == "int8"
+    assert "cut-back waits: a ready capacity 250 rps < 300 rps for a 100%" in d.reasons
+    d = s.at(270.0, latency=150.0, a=(8, 7), a_extra=INT8)
+    assert d.weights == {"a": 100, "b": 0} and d.runtime_precision["a"] == "fp16"
