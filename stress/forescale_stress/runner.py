@@ -143,7 +143,9 @@ class Runner:
             try:
                 windows, stopped = await self._ramp(gen, clock, load_deadline)
                 load_end = clock()
-                await gen.drain(cfg.bounds.max_seconds - clock())
+                # After Ctrl-C the user wants the report now, not a full drain.
+                budget = cfg.bounds.max_seconds - clock()
+                await gen.drain(min(budget, 1.0) if stopped == STOP_INTERRUPTED else budget)
             finally:
                 for task in side + [ticker]:
                     task.cancel()

@@ -73,23 +73,29 @@ def test_fault_and_degradation_through_the_admin_api(stress, admin_server):
         "--url", admin_server.url, "--start-rate", "60", "--step-percent", "0", "--max-seconds", "9",
         "--admin-token-file", str(admin_server.token_file),
         "--fault", "at=2s,latency_ms=60,seconds=1", "--degrade", "at=4s,precision=int8",
+        "--fault", "at=1s,leak_mb=5", "--fault", "at=3.5s,cache_flush", "--degrade", "at=2.5s,warmup=10",
         "--degrade-window", "2", "--recovery-window", "1", "--fault-grace", "0", *FAST,
     )
     assert result.code == 0, result.err
     assert admin_server.token not in result.out + result.err  # never printed
     report = result.json()
-    (recovery,) = report["recoveries"]
-    assert recovery["fault"] == "latency_ms=60 at=2s for 1s"
+    recovery = report["recoveries"][0]
+    assert [r["fault"] for r in report["recoveries"]] == ["latency_ms=60 at=2s for 1s", "leak_mb=5 at=1s",
+                                                           "cache_flush at=3.5s"]
     assert recovery["baseline_p99_ms"] < 60
     assert recovery["seconds"] is not None and recovery["seconds"] < 3
-    (degradation,) = report["degradations"]
-    assert degradation["action"] == "precision=int8"
+    degradation, warmup = report["degradations"]
+    assert (degradation["action"], warmup["action"]) == ("precision=int8", "warmup top=10")
     assert degradation["p99_before_ms"] > 0 and degradation["p99_after_ms"] > 0
     # the fault's latency shows in the step that holds it
     assert max(s["p99_ms"] or 0 for s in report["steps"] if s["during_fault"]) >= 60
     calls = admin_server.admin_calls()
     assert ["/admin/faults", {"latency_ms": 60.0, "seconds": 1.0}] in calls
     assert ["/admin/precision", {"precision": "int8"}] in calls
+    assert ["/admin/faults", {"leak_mb": 5}] in calls and ["/admin/faults", {"cache_flush": True}] in calls
+    assert ["/admin/warmup", {"top": 10}] in calls
+    # the preflight checked each endpoint first, with an empty body (a 400)
+    assert calls[:3] == [["/admin/faults", {}], ["/admin/precision", {}], ["/admin/warmup", {}]]
 
 
 def test_kill_a_local_server(stress, tmp_path):
