@@ -9,6 +9,7 @@ lastTransitionTime unless their status flips.
 from __future__ import annotations
 
 import copy
+import json
 import datetime as dt
 from typing import Any, Mapping
 
@@ -101,6 +102,11 @@ class StatusUpdate:
 
     def cutback(self, step: int, next_at: str | None) -> None:
         self._set_in("cutback", {"step": step, "nextAt": next_at})
+
+    def engine_state(self, state: Mapping[str, Any]) -> None:
+        """The decision engine's memory (`EngineState.to_status()`) as compact JSON, so a restart
+        resumes the same step. A string keeps the CRD's status schema structural and closed."""
+        self._set("engine", json.dumps(state, sort_keys=True, separators=(",", ":")))
 
     @property
     def patch(self) -> dict[str, Any]:
