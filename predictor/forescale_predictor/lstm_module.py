@@ -9,8 +9,9 @@ standardised target units (the change from the last value; see scaling.py).
 - A linear skip from the last `ar_steps` inputs of each target adds a plain
   autoregressive term; the network then only learns what a linear model on
   lags cannot, which makes it hard to do worse than that baseline.
-- Quantiles cannot cross: the lowest is produced directly, each higher one
-  adds a softplus increment.
+- Quantiles cannot cross: the median is produced directly, each quantile
+  above it adds a softplus increment to the one below, each quantile below
+  subtracts one from the one above.
 - The output layers start at zero, so an untrained model forecasts the last
   value, and training moves away from it only when that lowers the loss.
 """
@@ -35,11 +36,13 @@ class LSTMForecastNet(nn.Module):
         layers: int = 1,
         ar_steps: int = 8,
         target_index: tuple[int, ...] | None = None,
+        median_index: int | None = None,
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.inputs, self.targets, self.horizon, self.n_quantiles = inputs, targets, horizon, quantiles
         self.ar_steps = ar_steps
+        self.median_index = quantiles // 2 if median_index is None else median_index
         index = list(target_index if target_index is not None else range(targets))
         self.register_buffer("target_index", torch.tensor(index, dtype=torch.long), persistent=False)
         self.lstm = nn.LSTM(inputs, hidden, num_layers=layers, batch_first=True, dropout=dropout if layers > 1 else 0.0)
@@ -57,11 +60,15 @@ class LSTMForecastNet(nn.Module):
         raw = self.head(seq[:, -1, :]).view(batch, self.n_quantiles, self.horizon, self.targets)
         lags = x[:, -self.ar_steps :, :].index_select(2, self.target_index).reshape(batch, -1)
         ar = self.skip(lags).view(batch, 1, self.horizon, self.targets)
-        base = raw[:, :1] + ar
-        if self.n_quantiles == 1:
-            return base
-        steps = nn.functional.softplus(raw[:, 1:])
-        return torch.cat([base, base + torch.cumsum(steps, dim=1)], dim=1)
+        m = self.median_index
+        median = raw[:, m : m + 1] + ar
+        parts = [median]
+        if m + 1 < self.n_quantiles:
+            parts.append(median + torch.cumsum(nn.functional.softplus(raw[:, m + 1 :]), dim=1))
+        if m > 0:
+            below = torch.cumsum(nn.functional.softplus(raw[:, :m]).flip(1), dim=1).flip(1)
+            parts.insert(0, median - below)
+        return torch.cat(parts, dim=1)
 
 
 def pinball_loss(pred: torch.Tensor, target: torch.Tensor, quantiles: torch.Tensor) -> torch.Tensor:

@@ -50,7 +50,7 @@ def to_bytes(model: TrainedModel) -> bytes:
         },
         "shrink": [float(s) for s in model.shrink],
         "blend": {"smooth_weight": [float(s) for s in model.smooth_weight], "smooth_alpha": [float(s) for s in model.smooth_alpha]},
-        "metadata": {"created_at": time.time(), "torch": torch.__version__, **_plain(model.metadata)},
+        "metadata": {"created_at": time.time(), "torch": str(torch.__version__), **_plain(model.metadata)},
     }
     buffer = io.BytesIO()
     torch.save(payload, buffer)

@@ -31,6 +31,7 @@ def build_net(config: ModelConfig) -> LSTMForecastNet:
         layers=config.layers,
         ar_steps=config.ar_steps,
         target_index=config.target_index,
+        median_index=config.quantiles.index(0.5),
     )
 
 
