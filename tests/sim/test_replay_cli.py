@@ -51,14 +51,21 @@ def test_table_output(azure_slice: Path, capsys) -> None:
     assert "hpa" in out and "static" in out and "target_per_pod" in out
 
 
-def test_unreachable_slo_saturates_and_reports_degraded(azure_slice: Path, capsys) -> None:
-    code, out, err = run(capsys, "--trace", str(azure_slice), "--format", "azure", "--json", "--policies", "forescale",
-                         "--max-replicas", "1", "--incidents", "none", "--forecaster", "ewm")
-    assert code == 0, err
-    row = json.loads(out)["policies"]["forescale"]
+def test_unreachable_slo_saturates_and_reports_degraded(azure_slice: Path) -> None:
+    """Bounds that make the SLO unreachable: the engine saturates at maxReplicas and
+    reports Degraded with a reason. The playbook's triggers are set out of reach so
+    the incident phases (which take precedence) do not mask Degraded."""
+    from forescale_sim.session import ReplayOptions, run_replay
+
+    result = run_replay(ReplayOptions(
+        str(azure_slice), "azure", policies=["forescale"], max_replicas=1, incidents="none", forecaster="ewm",
+        spec_overrides={"emergency": {"triggerRatio": 1000, "errorRatePercent": 100}}, progress=lambda _: None))
+    run = result.runs["forescale"]
+    row = run.to_dict()
+    assert run.recorder.replicas[0].max() == 1  # saturated at maxReplicas
     assert row["degraded"] is True
-    assert row["phase_seconds"].get("Degraded", 0) > 0
-    assert any("unreachable" in reason for reason in row["degraded_reasons"])
+    assert row["phase_seconds"]["Degraded"] > 0
+    assert any("unreachable within maxReplicas" in reason for reason in row["degraded_reasons"])
     assert row["violation_seconds"] > 0
 
 
