@@ -1,0 +1,252 @@
+"""int8 variants of an encoder for CPU serving, and how they are compared.
+
+Schemes (the ones the seeds compare, plus two refinements):
+
+- `dynamic-per-tensor`: every Linear, int8 weights with one scale per tensor,
+  activations quantized per batch at run time (torch `quantize_dynamic`).
+- `dynamic-per-channel`: the same with one weight scale per output channel.
+- `static-per-channel`: activations too get fixed scales, observed on the
+  calibration set (eager-mode quant/dequant stubs around each Linear).
+- `weight-only`: int8 weights, dequantized for an fp32 matmul (memory, not speed).
+- `sensitive-fp32`: dynamic per-channel, with the Linear layers whose lone
+  quantization hurts agreement most (measured on calibration sentences) kept
+  in fp32 until the calibration agreement reaches a target.
+- `smooth-dynamic`: SmoothQuant-style smoothing (activation outliers moved into
+  the weights by a per-input-channel scale, alpha 0.5) before dynamic
+  per-channel quantization; optionally with sensitive layers kept in fp32.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+import torch
+from torch import nn
+with warnings.catch_warnings():
+    # torch.ao.quantization warns that it moves to torchao; its eager kernels are what runs here.
+    warnings.simplefilter("ignore")
+    from torch.ao.quantization import (
+        DeQuantStub,
+        QuantStub,
+        default_dynamic_qconfig,
+        get_default_qconfig,
+        per_channel_dynamic_qconfig,
+        quantize_dynamic,
+    )
+
+Embed = Callable[[nn.Module, list[str]], torch.Tensor]
+
+#: all-MiniLM-L6-v2's eight most sensitive Linear layers, most sensitive first:
+#: agreement lost when each alone is quantized (dynamic per-channel), measured
+#: on the first 128 calibration sentences by `bench/server_quantization.py`.
+#: Measuring takes minutes on 2 cores, too slow for a precision switch, so the
+#: server ships the result. With these in fp32: mean cosine 0.994 and pairwise
+#: Spearman 0.993 on all 300 calibration sentences.
+MINILM_SENSITIVE = (
+    "encoder.layer.0.output.dense",
+    "encoder.layer.1.output.dense",
+    "encoder.layer.4.intermediate.dense",
+    "encoder.layer.3.intermediate.dense",
+    "encoder.layer.1.intermediate.dense",
+    "encoder.layer.2.intermediate.dense",
+    "encoder.layer.2.output.dense",
+    "encoder.layer.0.intermediate.dense",
+)
+
+
+def default_sensitive(model: nn.Module) -> list[str]:
+    """Layers kept in fp32 for a model without a measured list: the FFN
+    projections of the first two layers, the most sensitive kind in MiniLM."""
+    names = linear_names(model)
+    return [n for n in names if n.endswith(("intermediate.dense", "output.dense")) and "attention" not in n and (".0." in n or ".1." in n)]
+
+
+def server_int8(model: nn.Module, is_minilm: bool) -> tuple[nn.Module, list[str]]:
+    """The server's `int8`: dynamic per-channel with the sensitive layers in fp32."""
+    keep = list(MINILM_SENSITIVE) if is_minilm else default_sensitive(model)
+    return dynamic_per_channel(model, skip=keep), keep
+
+
+def linear_names(model: nn.Module) -> list[str]:
+    """Names of the model's Linear layers, in order."""
+    return [name for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+
+
+def _dynamic(model: nn.Module, qconfig, skip: Iterable[str] = ()) -> nn.Module:
+    skip = set(skip)
+    spec = {name: qconfig for name in linear_names(model) if name not in skip}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return quantize_dynamic(copy.deepcopy(model), spec, dtype=torch.qint8)
+
+
+def dynamic_per_tensor(model: nn.Module, **_) -> nn.Module:
+    return _dynamic(model, default_dynamic_qconfig)
+
+
+def dynamic_per_channel(model: nn.Module, skip: Iterable[str] = (), **_) -> nn.Module:
+    return _dynamic(model, per_channel_dynamic_qconfig, skip)
+
+
+class _StaticLinear(nn.Module):
+    def __init__(self, linear: nn.Linear):
+        super().__init__()
+        self.quant, self.linear, self.dequant = QuantStub(), linear, DeQuantStub()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dequant(self.linear(self.quant(x)))
+
+
+def _replace(model: nn.Module, name: str, module: nn.Module) -> None:
+    parent_name, _, child = name.rpartition(".")
+    setattr(model.get_submodule(parent_name) if parent_name else model, child, module)
+
+
+def static_per_channel(model: nn.Module, calibrate: Callable[[nn.Module], None], **_) -> nn.Module:
+    """Observers on every Linear's input and output, run over the calibration set, then converted."""
+    from torch.ao.quantization import convert, prepare
+
+    q = copy.deepcopy(model)
+    for name in linear_names(q):
+        wrapper = _StaticLinear(q.get_submodule(name))
+        wrapper.qconfig = get_default_qconfig("x86")
+        _replace(q, name, wrapper)
+    prepare(q, inplace=True)
+    calibrate(q)
+    convert(q, inplace=True)
+    return q
+
+
+class WeightOnlyLinear(nn.Module):
+    """int8 weights with per-output-channel scales, dequantized at each call."""
+
+    def __init__(self, linear: nn.Linear):
+        super().__init__()
+        w = linear.weight.detach()
+        scale = w.abs().amax(dim=1).clamp(min=1e-12) / 127.0
+        self.register_buffer("qweight", torch.round(w / scale[:, None]).to(torch.int8))
+        self.register_buffer("scale", scale)
+        self.bias = None if linear.bias is None else nn.Parameter(linear.bias.detach().clone(), requires_grad=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.linear(x, self.qweight.to(x.dtype) * self.scale[:, None].to(x.dtype), self.bias)
+
+
+def weight_only(model: nn.Module, **_) -> nn.Module:
+    q = copy.deepcopy(model)
+    for name in linear_names(q):
+        _replace(q, name, WeightOnlyLinear(q.get_submodule(name)))
+    return q
+
+
+class _Smooth(nn.Module):
+    """Divides the input by a per-channel scale that was multiplied into the weights."""
+
+    def __init__(self, inv_scale: torch.Tensor, linear: nn.Module):
+        super().__init__()
+        self.register_buffer("inv_scale", inv_scale)
+        self.linear = linear
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x * self.inv_scale)
+
+
+def activation_ranges(model: nn.Module, calibrate: Callable[[nn.Module], None]) -> dict[str, torch.Tensor]:
+    """Per-input-channel max |x| of every Linear over the calibration set."""
+    ranges: dict[str, torch.Tensor] = {}
+    hooks = []
+    for name in linear_names(model):
+        def hook(_m, args, _out, name=name):
+            amax = args[0].detach().abs().reshape(-1, args[0].shape[-1]).amax(dim=0)
+            ranges[name] = torch.maximum(ranges[name], amax) if name in ranges else amax
+        hooks.append(model.get_submodule(name).register_forward_hook(hook))
+    try:
+        calibrate(model)
+    finally:
+        for h in hooks:
+            h.remove()
+    return ranges
+
+
+def smooth_dynamic(model: nn.Module, calibrate: Callable[[nn.Module], None], skip: Iterable[str] = (), alpha: float = 0.5, **_) -> nn.Module:
+    """SmoothQuant: s_j = max|X_j|^a / max|W_j|^(1-a); W' = W * s, X' = X / s; then dynamic per-channel."""
+    skip = set(skip)
+    ranges = activation_ranges(model, calibrate)
+    smoothed = copy.deepcopy(model)
+    names = [n for n in linear_names(smoothed) if n not in skip]
+    for name in names:
+        linear = smoothed.get_submodule(name)
+        w_max = linear.weight.detach().abs().amax(dim=0).clamp(min=1e-5)
+        s = (ranges[name].clamp(min=1e-5) ** alpha / w_max ** (1 - alpha)).clamp(min=1e-2, max=1e2)
+        linear.weight.data *= s[None, :]
+        _replace(smoothed, name, _Smooth(1.0 / s, linear))
+    spec = {f"{name}.linear": per_channel_dynamic_qconfig for name in names}
+    return quantize_dynamic(smoothed, spec, dtype=torch.qint8)
+
+
+def mean_cosine(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Mean cosine similarity of matching rows."""
+    return float(nn.functional.cosine_similarity(a.float(), b.float(), dim=1).mean())
+
+
+def layer_sensitivity(model: nn.Module, embed: Embed, texts: list[str], reference: torch.Tensor, build=dynamic_per_channel) -> dict[str, float]:
+    """Agreement lost when each Linear alone is quantized: 1 - mean cosine with fp32."""
+    names = linear_names(model)
+    out = {}
+    for name in names:
+        q = build(model, skip=[n for n in names if n != name])
+        out[name] = 1.0 - mean_cosine(embed(q, texts), reference)
+    return out
+
+
+@dataclass
+class SensitiveChoice:
+    model: nn.Module
+    kept_fp32: list[str]
+    agreement: float
+
+
+def keep_sensitive_fp32(
+    model: nn.Module,
+    embed: Embed,
+    texts: list[str],
+    reference: torch.Tensor,
+    target: float = 0.99,
+    build=dynamic_per_channel,
+    sensitivity: dict[str, float] | None = None,
+    max_kept: int = 12,
+    **build_kwargs,
+) -> SensitiveChoice:
+    """Keep the most sensitive Linears in fp32, one more at a time, until the
+    calibration agreement reaches `target` (or `max_kept` are kept)."""
+    sensitivity = sensitivity or layer_sensitivity(model, embed, texts, reference)
+    order = sorted(sensitivity, key=sensitivity.get, reverse=True)
+    kept: list[str] = []
+    while True:
+        q = build(model, skip=kept, **build_kwargs)
+        agreement = mean_cosine(embed(q, texts), reference)
+        if agreement >= target or len(kept) >= max_kept:
+            return SensitiveChoice(q, kept, agreement)
+        kept.append(order[len(kept)])
+
+
+class BF16Linear(nn.Module):
+    """A Linear run in bfloat16 (native on CPUs with avx512_bf16/AMX), fp32 in and out."""
+
+    def __init__(self, linear: nn.Linear):
+        super().__init__()
+        self.linear = copy.deepcopy(linear).to(torch.bfloat16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x.to(torch.bfloat16)).to(x.dtype)
+
+
+def dynamic_with_bf16(model: nn.Module, skip: Iterable[str] = (), **_) -> nn.Module:
+    """Dynamic per-channel int8 everywhere except `skip`, which run in bf16 instead of fp32."""
+    q = dynamic_per_channel(model, skip=skip)
+    for name in skip:
+        _replace(q, name, BF16Linear(model.get_submodule(name)))
+    return q
