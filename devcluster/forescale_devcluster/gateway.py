@@ -222,22 +222,40 @@ class Gateway:
                 503, f"no ready pod for backend {backend.name} (weight {backend.weight})", "unavailable"), started)
         body = await request.read()
         headers = {k: request.headers[k] for k in _FORWARDED_REQUEST_HEADERS if k in request.headers}
+        response = await self._forward(request, backend, endpoint, body, headers)
+        if isinstance(response, aiohttp.ClientConnectorError):
+            # The connection was refused, so the request never reached the pod:
+            # safe to send once more, to another pod of the same backend
+            # (a pod that just stopped, before the next refresh drops it).
+            # Until the next refresh, leave the refusing pod out (passive outlier ejection).
+            backend.endpoints = others = [e for e in backend.endpoints if e is not endpoint]
+            if others:
+                endpoint = min(others, key=lambda e: e.in_flight)
+                response = await self._forward(request, backend, endpoint, body, headers)
+            if isinstance(response, aiohttp.ClientError):
+                response = _error(502, f"pod {endpoint.pod} of {backend.name} failed: {response}", "bad_gateway")
+        response.headers["X-Forescale-Backend"] = backend.name
+        response.headers["X-Forescale-Pod"] = endpoint.pod
+        return self._count(backend.name, response, started)
+
+    async def _forward(self, request: web.Request, backend: Backend, endpoint: Endpoint, body: bytes,
+                       headers: dict[str, str]) -> web.Response | aiohttp.ClientError:
+        """Send the request to one pod; a connection error is returned, not raised, so the caller may retry."""
         endpoint.in_flight += 1
         try:
             async with self._session.request(request.method, endpoint.url + request.path_qs, data=body,
                                              headers=headers) as upstream:
                 payload = await upstream.read()
                 out_headers = {k: upstream.headers[k] for k in _FORWARDED_RESPONSE_HEADERS if k in upstream.headers}
-                response = web.Response(status=upstream.status, body=payload, headers=out_headers)
+                return web.Response(status=upstream.status, body=payload, headers=out_headers)
         except asyncio.TimeoutError:
-            response = _error(504, f"pod {endpoint.pod} of {backend.name} did not answer in time", "timeout")
+            return _error(504, f"pod {endpoint.pod} of {backend.name} did not answer in time", "timeout")
+        except aiohttp.ClientConnectorError as exc:
+            return exc
         except aiohttp.ClientError as exc:
-            response = _error(502, f"pod {endpoint.pod} of {backend.name} failed: {exc}", "bad_gateway")
+            return _error(502, f"pod {endpoint.pod} of {backend.name} failed: {exc}", "bad_gateway")
         finally:
             endpoint.in_flight -= 1
-        response.headers["X-Forescale-Backend"] = backend.name
-        response.headers["X-Forescale-Pod"] = endpoint.pod
-        return self._count(backend.name, response, started)
 
     def _count(self, backend: str, response: web.Response, started: float) -> web.Response:
         self._requests.labels(backend, str(response.status)).inc()

@@ -124,7 +124,8 @@ class PodRunner:
             self._task = None
         pods = [pod for group in self._pods.values() for pod in group]
         self._pods.clear()
-        await asyncio.gather(*(pod.stop() for pod in pods), *self._stopping, return_exceptions=True)
+        # Shutting down: nothing routes any more, so no draining.
+        await asyncio.gather(*(pod.stop(drain=False) for pod in pods), *self._stopping, return_exceptions=True)
         self._write_targets()
         await self.api.close()
 
@@ -287,8 +288,9 @@ class PodRunner:
             for pod in pods:
                 meta = pod.get("metadata") or {}
                 if RUNNER_ANNOTATION in (meta.get("annotations") or {}):
-                    await self.api.delete(object_path("v1", "pods", meta.get("namespace") or namespace or "default",
-                                                      meta["name"]))
+                    with contextlib.suppress(KubeApiError, aiohttp.ClientError, asyncio.TimeoutError):
+                        await self.api.delete(object_path("v1", "pods",
+                                                          meta.get("namespace") or namespace or "default", meta["name"]))
 
     def _write_targets(self) -> None:
         if not self.file_sd_path:

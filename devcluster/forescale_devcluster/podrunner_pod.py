@@ -62,6 +62,9 @@ class PodSettings:
     backoff_reset_seconds: float = 600.0
     #: SIGTERM grace before SIGKILL (terminationGracePeriodSeconds)
     stop_grace_seconds: float = 5.0
+    #: a removed pod keeps serving this long after its object is deleted (a preStop sleep), longer
+    #: than the gateway's 1 s refresh, so scale-down causes no connection errors
+    drain_seconds: float = 2.0
     #: put into every pod's environment as FORESCALE_ADMIN_TOKEN when set
     admin_token: str | None = None
     #: extra environment for every pod (after the template's; e.g. thread limits)
@@ -332,21 +335,29 @@ class LocalPod:
                     self.view.ready = ready
                     await self._report()
 
-    async def stop(self, *, delete: bool = True) -> None:
-        """Take the pod out of service, delete its object (when asked) and stop its process."""
+    async def stop(self, *, delete: bool = True, drain: bool = True) -> None:
+        """Take the pod out of service, delete its object (when asked) and stop its process.
+
+        With `drain`, the process keeps serving for `drain_seconds` after its
+        object is gone, so that routers polling the API stop sending to it
+        before it stops answering (what a preStop sleep does in a cluster).
+        """
         self._stopping = True
         self.view.ready = False
         self._on_change()
+        if self._task is not None:
+            # No more probing or restarting; the process itself is left running for now.
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
         if delete:
             # Delete first so that nobody routes to a pod that is going away.
             with contextlib.suppress(KubeApiError, aiohttp.ClientError, asyncio.TimeoutError):
                 await self.api.delete(self.path)
-        if self._proc is not None:
+        if self._proc is not None and self._proc.returncode is None:
+            if drain and self.settings.drain_seconds > 0:
+                await asyncio.sleep(self.settings.drain_seconds)
             await procs.astop_process(self._proc, self.settings.stop_grace_seconds)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
         self.view.running, self.view.pid = False, None
 
 

@@ -156,6 +156,16 @@ async def test_route_problems_answer_503_naming_the_route(cluster, change, messa
     assert health["route"] == "ml/chat"
 
 
+async def test_a_refused_connection_is_retried_on_another_pod_of_the_backend(cluster):
+    await cluster.upstreams.servers["chat-a-1"].close()
+    cluster.put(route(1, 0), ROUTE_ROOT, "httproutes")
+    async with Gateway(cluster.url, "ml", "chat", refresh_seconds=30) as gw:
+        results = await post_many(gw.url, 10, concurrency=1)
+        assert [e.pod for e in gw.backends[0].endpoints] == ["chat-a-2"]  # left out until the next refresh
+    assert [code for code, _, _ in results] == [200] * 10
+    assert {body["pod"] for _, body, _ in results} == {"chat-a-2"}
+
+
 async def test_an_upstream_that_is_gone_gives_502(cluster):
     await cluster.upstreams.servers["chat-b-1"].close()
     cluster.put(route(0, 1), ROUTE_ROOT, "httproutes")

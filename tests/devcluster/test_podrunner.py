@@ -23,7 +23,8 @@ HTTP_SERVER = ("{python}", "-m", "http.server", "--bind", "127.0.0.1", "{port}")
 
 def fast_settings(**overrides) -> PodSettings:
     values = dict(command=HTTP_SERVER, readiness_path="/", startup_delay_seconds=0.3, probe_period_seconds=0.5,
-                  backoff_base_seconds=0.2, backoff_cap_seconds=1.0, stop_grace_seconds=2.0, admin_token="t0ken")
+                  backoff_base_seconds=0.2, backoff_cap_seconds=1.0, stop_grace_seconds=2.0, admin_token="t0ken",
+                  drain_seconds=0.3)
     values.update(overrides)
     return PodSettings(**values)
 
@@ -108,6 +109,20 @@ async def test_scale_down_stops_the_newest_and_deletes_their_pods(api):
         await eventually(lambda: not any(pid_alive(pid) for pid in gone))
         await eventually(lambda: [p["metadata"]["name"] for p in api.items("api/v1", "pods")] == [first.name])
         await eventually(lambda: api.get("apis/apps/v1", "deployments", "ml", "chat-b")["status"]["replicas"] == 1)
+
+
+async def test_a_removed_pod_drains_before_its_process_stops(api):
+    api.put(deployment("chat-a", replicas=2, pool="a"), "apis/apps/v1", "deployments")
+    async with PodRunner(api.url, settings=fast_settings(drain_seconds=1.5), seed=7) as runner:
+        views = await runner.wait_ready("ml", "chat-a", 2, timeout=20)
+        newest = max(views, key=lambda v: v.created)
+        pid, url = newest.pid, newest.url
+        api.get("apis/apps/v1", "deployments", "ml", "chat-a")["spec"]["replicas"] = 1
+        await eventually(lambda: len(api.items("api/v1", "pods", "ml")) == 1, interval=0.02)
+        # Its object is gone, yet it still answers whoever has not noticed yet...
+        assert pid_alive(pid) and http_ok(url + "/")
+        # ...and stops after the drain.
+        await eventually(lambda: not pid_alive(pid))
 
 
 async def test_a_killed_process_is_reported_and_restarted_after_backoff(api):
