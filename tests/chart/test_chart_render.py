@@ -111,12 +111,15 @@ def test_image_reference(values, image):
 @pytest.mark.parametrize(
     ("values", "kinds_present", "kinds_absent"),
     [
-        ({}, {"ClusterKopfPeering", "Service", "ConfigMap", "CustomResourceDefinition"}, {"ServiceMonitor", "PrometheusRule", "KopfPeering", "Role"}),
+        ({}, {"ClusterKopfPeering", "Service", "ConfigMap", "CustomResourceDefinition"},
+         {"ServiceMonitor", "PrometheusRule", "KopfPeering", "Role", "PodDisruptionBudget"}),
         ({"operator.namespaces": "{ml}"}, {"KopfPeering", "Role", "RoleBinding"}, {"ClusterKopfPeering"}),
         ({"operator.peering.enabled": "false"}, set(), {"ClusterKopfPeering", "KopfPeering"}),
         ({"metrics.serviceMonitor.enabled": "true", "metrics.prometheusRule.enabled": "true"}, {"ServiceMonitor", "PrometheusRule"}, set()),
         ({"crds.install": "false", "metrics.dashboard.enabled": "false", "metrics.service.enabled": "false"}, set(), {"CustomResourceDefinition", "ConfigMap", "Service"}),
         ({"rbac.create": "false", "serviceAccount.create": "false"}, {"Deployment"}, {"ClusterRole", "Role", "ServiceAccount"}),
+        ({"operator.replicas": "2"}, {"PodDisruptionBudget"}, set()),
+        ({"operator.replicas": "2", "podDisruptionBudget.enabled": "false"}, set(), {"PodDisruptionBudget"}),
     ],
 )
 def test_optional_objects(values, kinds_present, kinds_absent):
@@ -167,5 +170,5 @@ def test_values_are_documented_and_ordered():
             documented_parents.append(indent)
     assert undocumented == []
     top = [line.split(":")[0] for line in lines if line and line[0].isalpha()]
-    order = ["image", "crds", "operator", "rbac", "serviceAccount", "metrics", "resources", "affinity"]
+    order = ["image", "crds", "operator", "rbac", "serviceAccount", "metrics", "podDisruptionBudget", "resources", "affinity"]
     assert [top.index(key) for key in order] == sorted(top.index(key) for key in order)
