@@ -8,7 +8,7 @@ import asyncio
 import random
 import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import aiohttp
@@ -98,7 +98,6 @@ class RunResult:
     load_end: float
     wall_seconds: float
     cpu_seconds: float
-    notes: list[str] = field(default_factory=list)
 
 
 def exempt_step(start: float, end: float, faults: tuple[FaultSpec, ...], grace: float) -> bool:

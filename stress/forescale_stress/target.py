@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -90,8 +91,6 @@ def _looks_right(kind: str, payload: object) -> bool:
 async def probe(target: Target, model: str, timeout: float) -> float:
     """Send one request and check the answer has the OpenAI shape. Returns its
     latency in ms; raises StressError for an unreachable or non-OpenAI URL."""
-    import time
-
     body = request_body(target.kind, model, "forescale stress probe")
     headers = {"Content-Type": "application/json"}
     started = time.perf_counter()
