@@ -118,6 +118,11 @@ def run_replay(opts: ReplayOptions) -> ReplayResult:
     opts.progress(f"reading {opts.trace} ({opts.fmt})")
     trace = load_trace(opts.trace, opts.fmt, seed=opts.seed, compress=opts.compress)
     duration = trace.duration_seconds
+    if duration < 1.0:
+        raise SimError(f"{opts.trace}: the trace spans {duration:g} s; a replay needs arrivals over at least one second")
+    if duration > 48 * 3600:
+        opts.progress(f"warning: the trace replays over {duration / 3600:.0f} h of simulated time; "
+                      "--compress shortens a rate trace (e.g. --compress 24 replays a day in an hour)")
     if incidents is None:
         incidents = default_incidents(duration, opts.seed)
     for inc in incidents:

@@ -100,6 +100,10 @@ def test_empty_and_unsorted_traces_through_the_cli(tmp_path: Path, capsys) -> No
                         '{"timestamp": 1000, "input_length": 10, "output_length": 5}\n')
     code, _, err = run(capsys, "--trace", str(unsorted), "--format", "mooncake")
     assert code == 2 and "not sorted" in err
+    single = tmp_path / "single.csv"
+    single.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,374,44\n")
+    code, _, err = run(capsys, "--trace", str(single), "--format", "azure")
+    assert code == 2 and "spans 0 s" in err
 
 
 def test_servegen_slice_replays_through_the_fluid_pools(servegen_slice: Path, capsys) -> None:
