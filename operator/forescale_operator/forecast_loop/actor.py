@@ -1,0 +1,258 @@
+"""The tick's decide seam: run the engine, carry its decision out, report it.
+
+Order within a tick: scale up before shifting (new pods take start-up time),
+then the playbook actions in the engine's order (shift, downgrade, warm,
+debug logging, snapshot), then weights the engine still wants, then scale
+down; events are posted as the actions happen, each with its numbers and, for
+admin calls, how many pods answered. Preview acts on nothing: the engine's
+Decision is already the preview (minimums, 100/0, no actions) and its events
+say "Preview: would ...".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import time
+from typing import Any, Callable, Mapping
+
+from forescale_predictor.forecast_types import Forecast
+
+from ..admin_client import AdminClient, summarize
+from ..children import Owner
+from ..engine import decide
+from ..engine.state import EngineState, StateError
+from ..engine.types import Action, ActionKind, Decision, EngineParams, Event
+from ..phase import ConditionType
+from ..readings.observations import PoolState, build_observations
+from ..reasons import Reason
+from ..snapshot import snapshot_configmap
+from ..spec import InferenceSpec
+from ..weights import Weights
+from .admin_token import read_admin_token
+from .forecaster import CONFIG_MAPS
+from .memory import ResourceMemory
+from .metrics import LoopReadings
+from .pods import PoolPods, read_pods
+
+logger = logging.getLogger(__name__)
+
+#: action kind -> the model-server admin endpoint that carries it out
+_ADMIN = {
+    ActionKind.DOWNGRADE_PRECISION: "/admin/precision",
+    ActionKind.RESTORE_PRECISION: "/admin/precision",
+    ActionKind.WARM_CACHE: "/admin/warmup",
+    ActionKind.ENABLE_DEBUG_LOGGING: "/admin/log-level",
+}
+
+
+#: action kind -> the event reasons that report it (the engine orders events and actions alike)
+_REPORTED_BY = {
+    ActionKind.SHIFT_TRAFFIC: frozenset({Reason.TRAFFIC_SHIFTED, Reason.CUTBACK_STEP, Reason.CUTBACK_ABORTED}),
+    ActionKind.DOWNGRADE_PRECISION: frozenset({Reason.PRECISION_DOWNGRADED}),
+    ActionKind.RESTORE_PRECISION: frozenset({Reason.PRECISION_RESTORED}),
+    ActionKind.WARM_CACHE: frozenset({Reason.CACHE_WARMED}),
+    ActionKind.ENABLE_DEBUG_LOGGING: frozenset({Reason.DEBUG_LOGGING_ENABLED}),
+    ActionKind.SAVE_SNAPSHOT: frozenset({Reason.SNAPSHOT_SAVED}),
+}
+
+
+def _iso(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Actor:
+    """One per operator; keeps a `ResourceMemory` per resource uid."""
+
+    def __init__(self, *, admin_token_secret: str | None, telemetry: Any = None,
+                 clock: Callable[[], float] = time.time, admin_timeout: float = 5.0) -> None:
+        self.admin_token_secret = admin_token_secret
+        self.telemetry = telemetry
+        self.clock = clock
+        self.admin_timeout = admin_timeout
+        self.memory: dict[str, ResourceMemory] = {}
+
+    def forget(self, owner: Owner) -> None:
+        self.memory.pop(owner.uid, None)
+        if self.telemetry is not None:
+            self.telemetry.forget(owner.namespace, owner.name)
+
+    async def __call__(self, *, ctx: Any, spec: InferenceSpec, observation: Any, observations: LoopReadings,
+                      forecast: Forecast | None, update: Any, deps: Any) -> Decision:
+        started = time.perf_counter()
+        owner: Owner = ctx.owner
+        status: Mapping[str, Any] = ctx.status
+        memory = self.memory.setdefault(owner.uid, ResourceMemory())
+        now = self.clock()
+
+        try:
+            raw_state = status.get("engine")
+            state = EngineState.from_status(json.loads(raw_state) if isinstance(raw_state, str) and raw_state else None)
+        except (StateError, ValueError) as exc:
+            logger.warning("%s/%s: unreadable engine state in status (%s); starting afresh", owner.namespace, owner.name, exc)
+            state = EngineState()
+        pods = await read_pods(deps.api, owner)
+        runtime_a = state.runtime_precision_a or spec.a.precision
+        obs = build_observations(
+            observations.sample,
+            PoolState(observation.a.desired, observation.a.ready, runtime_a, pods["a"].startup_seconds),
+            PoolState(observation.b.desired, observation.b.ready, spec.b.precision, pods["b"].startup_seconds),
+        )
+        decision = decide(spec, state, obs, forecast, now, EngineParams(name=owner.name))
+        decided = time.perf_counter()
+        memory.record(decision, now)
+
+        if not decision.preview:
+            raw_spec = (ctx.body or {}).get("spec") or {}
+            await self._carry_out(owner, spec, raw_spec, decision, observation, observations, forecast, pods, memory, deps, now)
+        else:
+            for event in decision.events:
+                await deps.events.post(event.reason, event.message)
+
+        self._record_status(update, spec, decision, forecast, observations, memory, now, owner)
+        self._record_telemetry(owner, spec, decision, forecast, observations, observation, decided - started)
+        return decision
+
+    # -- acting ------------------------------------------------------------
+
+    async def _carry_out(self, owner: Owner, spec: InferenceSpec, raw_spec: Mapping[str, Any], decision: Decision, observation: Any,
+                         readings: LoopReadings, forecast: Forecast | None, pods: dict[str, PoolPods],
+                         memory: ResourceMemory, deps: Any, now: float) -> None:
+        current = {"a": observation.a.desired, "b": observation.b.desired}
+        desired = decision.desired_replicas
+        pending_events: list[Event] = list(decision.events)
+
+        async def post_through(reasons: frozenset, suffix: str = "") -> None:
+            """Post pending events in the engine's order up to the first of `reasons`, which gets `suffix`."""
+            while pending_events:
+                event = pending_events.pop(0)
+                done = event.reason in reasons
+                await deps.events.post(event.reason, event.message + (suffix if done else ""))
+                if done:
+                    return
+
+        # Scale up first: the new pods need their start-up time.
+        for pool in ("a", "b"):
+            if desired[pool] > current[pool]:
+                await deps.actuators.scale(owner, spec.pool(pool), desired[pool])
+
+        admin: AdminClient | None = None
+        seen = observation.weights
+        route_weights = (seen.a, seen.b) if seen is not None else None
+        for action in decision.actions:
+            suffix = ""
+            if action.kind == ActionKind.SHIFT_TRAFFIC:
+                weights = action.params["weights"]
+                route_weights = (int(weights["a"]), int(weights["b"]))
+                await deps.actuators.set_weights(owner, spec.traffic, Weights(*route_weights))
+            elif action.kind == ActionKind.SAVE_SNAPSHOT:
+                await self._save_snapshot(owner, raw_spec, readings, forecast, memory, deps, now)
+            elif action.kind in _ADMIN:
+                if admin is None:
+                    token = await read_admin_token(deps.api, owner.namespace, self.admin_token_secret)
+                    admin = AdminClient(token, timeout=self.admin_timeout)
+                suffix = await self._admin(action, spec, pods, admin, memory)
+            await post_through(_REPORTED_BY[action.kind], suffix)
+
+        # Weights the engine wants without an explicit action (a route edited by hand, say).
+        wanted = (decision.weights["a"], decision.weights["b"])
+        if spec.traffic.router != "none" and route_weights != wanted:
+            await deps.actuators.set_weights(owner, spec.traffic, Weights(*wanted))
+
+        for pool in ("a", "b"):
+            if desired[pool] < current[pool]:
+                await deps.actuators.scale(owner, spec.pool(pool), desired[pool])
+
+        for event in pending_events:
+            await deps.events.post(event.reason, event.message)
+
+    async def _admin(self, action: Action, spec: InferenceSpec, pods: dict[str, PoolPods], admin: AdminClient,
+                     memory: ResourceMemory) -> str:
+        path = _ADMIN[action.kind]
+        pools = action.params.get("pools") or [action.pool or "a"]
+        if action.kind in (ActionKind.DOWNGRADE_PRECISION, ActionKind.RESTORE_PRECISION):
+            body = {"precision": action.params["precision"]}
+            targets = {n: e for n, e in pods[action.pool or "a"].endpoints.items() if memory.switched.get(n) != body["precision"]}
+        elif action.kind == ActionKind.WARM_CACHE:
+            body = {"top": int(action.params.get("top", 100))}
+            targets = {n: e for p in pools for n, e in pods[p].endpoints.items()}
+        else:
+            body = {"level": action.params.get("level", "DEBUG"), "seconds": int(action.params.get("seconds", 300))}
+            targets = {n: e for p in pools for n, e in pods[p].endpoints.items()}
+        if not targets:
+            return " (no ready pod to call)" if action.kind != ActionKind.DOWNGRADE_PRECISION or not memory.switched else ""
+        results = await admin.post_all(list(targets.values()), path, body)
+        if "precision" in body:
+            for (name, _), result in zip(targets.items(), results):
+                if result.ok:
+                    memory.switched[name] = body["precision"]
+        return f" ({summarize(results)})"
+
+    async def _save_snapshot(self, owner: Owner, raw_spec: Mapping[str, Any], readings: LoopReadings,
+                             forecast: Forecast | None, memory: ResourceMemory, deps: Any, now: float) -> None:
+        sample = readings.sample
+        body = snapshot_configmap(
+            namespace=owner.namespace, name=owner.name, uid=owner.uid, at=now, history=readings.history,
+            decisions=list(memory.decisions), forecast=forecast, spec=raw_spec,
+            observations={"latency_ms": sample.latency_ms, "rate_rps": sample.rate_rps,
+                          "pools": {p: vars(s) for p, s in sample.pools.items()}},
+        )
+        try:
+            await deps.api.create(CONFIG_MAPS, owner.namespace, body)
+        except Exception as exc:  # noqa: BLE001 - a snapshot is a report; never stop the playbook for it
+            logger.warning("%s/%s: could not save the incident snapshot: %s", owner.namespace, owner.name, exc)
+
+    # -- reporting ---------------------------------------------------------
+
+    def _record_status(self, update: Any, spec: InferenceSpec, decision: Decision, forecast: Forecast | None,
+                       readings: LoopReadings, memory: ResourceMemory, now: float, owner: Owner) -> None:
+        update.phase(decision.phase)
+        for pool in ("a", "b"):
+            update.pool(pool, desired=decision.desired_replicas[pool], runtime_precision=decision.runtime_precision[pool],
+                        capacity_rps=round(float(decision.capacity_rps[pool]), 2))
+        update.weights(Weights(decision.weights["a"], decision.weights["b"]))
+        state = decision.state
+        update.cutback(state.cutback_step, _iso(state.cutback_next_at))
+        update.last_decision(decision.summary)
+        update.engine_state(state.to_status())
+        for ctype in ConditionType:
+            if ctype.value in decision.conditions:
+                value, reason, message = decision.conditions[ctype.value]
+                update.condition(ctype, {"True": True, "False": False}.get(value), reason, message)
+        if not readings.sample.available:
+            update.condition(ConditionType.METRICS_AVAILABLE, False, "MetricsUnavailable",
+                             (readings.sample.error or "no data")[:300] + "; replicas held")
+        if forecast is not None:
+            upper = forecast.upper("latency_ms")
+            memory.score(now, readings.sample.latency_ms, forecast.step_seconds / 2)
+            memory.remember_forecast(forecast.step_times()[0], float(forecast.median("latency_ms")[0]), float(upper[0]))
+            fields = {"peakLatencyMs": round(forecast.peak_latency_ms, 1), "peakRate": round(forecast.peak_rate, 2),
+                      "horizonSeconds": int(forecast.horizon_seconds), "model": forecast.model,
+                      "generatedAt": _iso(forecast.generated_at)}
+            error, coverage = memory.recent_error_ms(), memory.band_coverage()
+            if error is not None:
+                fields["recentErrorMs"] = round(error, 1)
+            if coverage is not None:
+                fields["bandCoverage"] = round(coverage, 3)
+            update.forecast(**fields)
+
+    def _record_telemetry(self, owner: Owner, spec: InferenceSpec, decision: Decision, forecast: Forecast | None,
+                          readings: LoopReadings, observation: Any, seconds: float) -> None:
+        t = self.telemetry
+        if t is None:
+            return
+        ns, name = owner.namespace, owner.name
+        t.observe_decision_seconds(seconds)
+        t.record_phase(ns, name, decision.phase.value)
+        t.record_pools(ns, name, decision.desired_replicas, {"a": observation.a.ready, "b": observation.b.ready}, decision.weights)
+        t.record_observed(ns, name, readings.sample.latency_ms, readings.sample.rate_rps, spec.slo.target_latency_ms,
+                          readings.sample.available)
+        t.record_cutback_step(ns, name, decision.state.cutback_step)
+        memory = self.memory.get(owner.uid)
+        if memory is not None and memory.recent_error_ms() is not None:
+            t.record_forecast_error(ns, name, memory.recent_error_ms())
+        if forecast is not None:
+            t.record_forecast(ns, name, forecast.latency_ms, forecast.rate, forecast.peak_latency_ms, forecast.peak_rate)

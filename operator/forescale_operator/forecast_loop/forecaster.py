@@ -1,0 +1,87 @@
+"""The tick's forecaster seam: the predictor, with the model a resource names or the packaged default.
+
+A model named by `spec.forecast.modelRef` is read from the ConfigMap's
+binaryData and cached by the ConfigMap's resourceVersion. A model that cannot
+be read is reported (ForecastReady=False with the reason) and the packaged
+default is used instead; a history too short for the LSTM gets the
+predictor's declared baseline fallback (`Forecast.model` names it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from typing import Any, Callable
+
+from forescale_predictor import load_forecaster
+from forescale_predictor.errors import ModelFormatError
+from forescale_predictor.forecast_types import Forecast
+
+from ..children import Owner
+from ..kube.refs import Ref
+from ..spec import InferenceSpec
+from .metrics import LoopReadings
+
+logger = logging.getLogger(__name__)
+CONFIG_MAPS = Ref("", "v1", "configmaps", "ConfigMap")
+
+
+class LoopForecaster:
+    def __init__(self, api: Any = None, loader: Callable[..., Any] = load_forecaster) -> None:
+        #: the Kubernetes API client, for models kept in ConfigMaps (set once the operator has one)
+        self.api = api
+        self._load = loader
+        self._default: Any = None
+        self._custom: dict[tuple[str, str, str], Any] = {}
+        #: the last problem with a resource's model, by uid (shown in ForecastReady)
+        self.problems: dict[str, str] = {}
+
+    def _default_model(self) -> Any:
+        if self._default is None:
+            self._default = self._load(None)
+        return self._default
+
+    async def model_for(self, owner: Owner, spec: InferenceSpec) -> Any:
+        ref, api = spec.forecast, self.api
+        if not ref.model_config_map or api is None:
+            self.problems.pop(owner.uid, None)
+            return await asyncio.to_thread(self._default_model)
+        problem = None
+        try:
+            cm = await api.get(CONFIG_MAPS, owner.namespace, ref.model_config_map)
+        except Exception as exc:  # noqa: BLE001 - any API failure falls back to the default model
+            cm, problem = None, f"cannot read ConfigMap {ref.model_config_map}: {exc}"
+        if cm is not None:
+            version = (cm.get("metadata") or {}).get("resourceVersion", "")
+            key = (owner.namespace, ref.model_config_map, version)
+            if key in self._custom:
+                self.problems.pop(owner.uid, None)
+                return self._custom[key]
+            raw = (cm.get("binaryData") or {}).get(ref.model_key)
+            if raw is None:
+                problem = f"ConfigMap {ref.model_config_map} has no binaryData key {ref.model_key!r}"
+            else:
+                try:
+                    model = await asyncio.to_thread(self._load, base64.b64decode(raw))
+                    self._custom = {k: v for k, v in self._custom.items() if k[:2] != key[:2]}
+                    self._custom[key] = model
+                    self.problems.pop(owner.uid, None)
+                    return model
+                except (ModelFormatError, ValueError) as exc:
+                    problem = f"ConfigMap {ref.model_config_map}/{ref.model_key} is not a forecaster model: {exc}"
+        elif problem is None:
+            problem = f"ConfigMap {ref.model_config_map} not found"
+        self.problems[owner.uid] = problem + "; using the packaged default model"
+        return await asyncio.to_thread(self._default_model)
+
+    async def forecast(self, owner: Owner, spec: InferenceSpec, observations: LoopReadings | None) -> Forecast | None:
+        if observations is None or not observations.sample.available or len(observations.history) == 0:
+            return None
+        model = await self.model_for(owner, spec)
+        try:
+            return await asyncio.to_thread(model.forecast, observations.history)
+        except Exception as exc:  # noqa: BLE001 - a forecast failure must never stop the loop
+            self.problems[owner.uid] = f"forecast failed: {exc}"
+            logger.warning("forecast for %s/%s failed: %s", owner.namespace, owner.name, exc)
+            return None

@@ -1,0 +1,42 @@
+"""What the loop remembers about one resource in memory (not in status: it may be lost on restart).
+
+Recent decisions (for the incident snapshot), the A pods already switched to
+the runtime precision, and past forecasts, scored against what happened to
+give `status.forecast.recentErrorMs` and `bandCoverage`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class ResourceMemory:
+    decisions: deque = field(default_factory=lambda: deque(maxlen=120))
+    #: pod name -> precision it was last switched to through the admin API
+    switched: dict[str, str] = field(default_factory=dict)
+    #: (target time, median latency forecast, upper band) of past forecasts' first step
+    pending: deque = field(default_factory=lambda: deque(maxlen=400))
+    #: (absolute error ms, inside band) of scored forecasts
+    scored: deque = field(default_factory=lambda: deque(maxlen=40))
+
+    def remember_forecast(self, target_time: float, median: float, upper: float) -> None:
+        self.pending.append((target_time, median, upper))
+
+    def score(self, now: float, observed_ms: float | None, tolerance: float) -> None:
+        """Score every pending forecast whose target time has come (within `tolerance` s)."""
+        while self.pending and self.pending[0][0] <= now + tolerance:
+            target, median, upper = self.pending.popleft()
+            if observed_ms is not None and abs(target - now) <= tolerance:
+                self.scored.append((abs(observed_ms - median), observed_ms <= upper))
+
+    def recent_error_ms(self) -> float | None:
+        return sum(e for e, _ in self.scored) / len(self.scored) if self.scored else None
+
+    def band_coverage(self) -> float | None:
+        return sum(1 for _, inside in self.scored if inside) / len(self.scored) if self.scored else None
+
+    def record(self, decision: Any, at: float) -> None:
+        self.decisions.append({"at": at, **decision.to_dict()})

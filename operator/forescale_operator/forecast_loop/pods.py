@@ -1,0 +1,64 @@
+"""A pool's pods as the operator needs them: ready endpoints and measured start-up times."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..admin_client import pod_endpoint, pod_is_ready
+from ..children import Owner
+from ..kube.refs import Ref
+
+PODS = Ref("", "v1", "pods", "Pod")
+
+
+def _time(text: str | None) -> float | None:
+    if not text:
+        return None
+    try:
+        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def startup_seconds(pod: Mapping[str, Any]) -> float | None:
+    """Scheduled (created) -> Ready, from the pod's own timestamps; None while not ready."""
+    created = _time((pod.get("metadata") or {}).get("creationTimestamp"))
+    ready = next((c for c in (pod.get("status") or {}).get("conditions") or []
+                  if c.get("type") == "Ready" and c.get("status") == "True"), None)
+    became = _time(ready.get("lastTransitionTime")) if ready else None
+    if created is None or became is None or became < created:
+        return None
+    return became - created
+
+
+@dataclass(frozen=True)
+class PoolPods:
+    """Ready pods' endpoints by name, and the newest measured start-up."""
+
+    endpoints: dict[str, str]
+    startup_seconds: float | None
+
+
+def split_pools(pods: list[Mapping[str, Any]]) -> dict[str, PoolPods]:
+    out = {}
+    for pool in ("a", "b"):
+        mine = [p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get("forescale.io/pool") == pool]
+        endpoints = {}
+        startups = []
+        for pod in mine:
+            if pod_is_ready(pod):
+                endpoint = pod_endpoint(pod)
+                if endpoint:
+                    endpoints[pod["metadata"]["name"]] = endpoint
+                measured = startup_seconds(pod)
+                if measured is not None:
+                    startups.append((_time(pod["metadata"].get("creationTimestamp")) or 0.0, measured))
+        out[pool] = PoolPods(endpoints, max(startups)[1] if startups else None)
+    return out
+
+
+async def read_pods(api: Any, owner: Owner) -> dict[str, PoolPods]:
+    pods = await api.list(PODS, owner.namespace, f"forescale.io/deployment={owner.name}")
+    return split_pools(pods)

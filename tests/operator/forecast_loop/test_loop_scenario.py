@@ -1,0 +1,196 @@
+"""The forecast loop over the emulated API: readings -> forecast -> engine -> actuators -> status and events.
+
+No kopf and no Prometheus here: a scripted metric source stands in for
+Prometheus, a baseline stands in for the LSTM, and ticks are driven by hand
+with a fake clock. The real pieces (HTTP API, actuators, engine, status,
+events) run as in the operator. tests/e2e runs the whole stack for real.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from forescale_operator.actuators import Actuators
+from forescale_operator.events import RecordingEvents
+from forescale_operator.forecast_loop import Actor, LoopForecaster, LoopMetrics
+from forescale_operator.handlers.deps import HandlerDeps
+from forescale_operator.handlers.reconcile import reconcile
+from forescale_operator.handlers.tick import TickContext, TickDeps, tick
+from forescale_operator.readings.base import MetricSample, PoolSample
+from forescale_operator.telemetry import OperatorMetrics
+from forescale_predictor import make_baseline
+
+
+class Clock:
+    def __init__(self, t: float = 1_800_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class ScriptedSource:
+    """Answers like Prometheus would, from the current `latency_ms` / `rate` / `up` values."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.latency_ms, self.rate, self.up = 60.0, 40.0, True
+
+    def sample(self, namespace, name, spec, now):
+        if not self.up:
+            return MetricSample(time=now, available=False, error="cannot reach Prometheus at http://prom:9090: connection refused")
+        pool = PoolSample(latency_ms=self.latency_ms, rate_rps=self.rate, error_rate=0.0, queue_depth=0.0, agreement=0.99)
+        return MetricSample(time=now, available=True, pools={"a": pool, "b": PoolSample(latency_ms=30.0, rate_rps=0.0, agreement=0.99)},
+                            latency_ms=self.latency_ms, rate_rps=self.rate)
+
+
+def _spec_body(example, **cutback):
+    body = example("minimal")
+    body["spec"]["forecast"] = {"stepSeconds": 5}
+    body["spec"]["traffic"]["cutback"] = {"stepPercent": 10, "intervalSeconds": 5, "stableSeconds": 10, **cutback}
+    body["spec"]["pools"]["b"]["maxReplicas"] = 10
+    return body
+
+
+@pytest.fixture
+def loop(cluster, api):
+    clock = Clock()
+    source = ScriptedSource()
+    events = RecordingEvents()
+    telemetry = OperatorMetrics()
+    deps = TickDeps(
+        api=api, actuators=Actuators(api), events=events,
+        metrics=LoopMetrics("http://prom:9090", clock=clock, build=lambda url: source),
+        forecaster=LoopForecaster(loader=lambda _: make_baseline("last", step_seconds=5, horizon_seconds=30)),
+        decide=Actor(admin_token_secret=None, telemetry=telemetry, clock=clock),
+    )
+
+    async def run(seconds: float = 5.0):
+        clock.t += seconds
+        body = cluster.get("inferencedeployments", "default", "chat")
+        return await tick(TickContext(copy.deepcopy(body)), deps)
+
+    return run, source, events, clock, telemetry
+
+
+def _status(cluster):
+    return cluster.get("inferencedeployments", "default", "chat")["status"]
+
+
+def _weights(cluster):
+    route = cluster.get("httproutes", "default", "chat")
+    refs = route["spec"]["rules"][0]["backendRefs"]
+    return {r["name"][-1]: r.get("weight") for r in refs}
+
+
+async def test_incident_shift_recover_and_cut_back_to_100_0(cluster, api, example, loop):
+    run, source, events, clock, telemetry = loop
+    await reconcile(cluster.put(_spec_body(example)), HandlerDeps(api=api, actuators=Actuators(api), events=events))
+    for _ in range(4):
+        await run()
+    assert _status(cluster)["phase"] in ("Stable", "Scaling")
+    assert _weights(cluster) == {"a": 100, "b": 0}
+
+    source.latency_ms = 450.0  # > 2.0 x SLO 200 ms
+    for _ in range(2):
+        await run()
+    status = _status(cluster)
+    assert status["phase"] == "Emergency"
+    assert _weights(cluster) == {"a": 70, "b": 30}
+    assert status["pools"]["a"]["runtimePrecision"] == "int8"
+    assert "EmergencyStarted" in events.reasons and "TrafficShifted" in events.reasons
+    shift = next(m for _, r, m in events.events if r == "TrafficShifted")
+    assert "30%" in shift and "chat-b" in shift
+    snapshots = [c for c in cluster.objects("configmaps", "default") if c["metadata"]["name"].startswith("chat-incident-")]
+    assert len(snapshots) == 1 and json.loads(snapshots[0]["data"]["scene.json"])["resource"] == "default/chat"
+    engine = json.loads(status["engine"])
+    assert engine["incident"] == "Emergency"
+
+    source.latency_ms = 60.0
+    for _ in range(40):
+        await run()
+        if "CutbackCompleted" in events.reasons:
+            break
+    reasons = events.reasons
+    order = [reasons.index(r) for r in ("EmergencyStarted", "TrafficShifted", "Recovered", "CutbackCompleted")]
+    assert order == sorted(order)
+    assert reasons.count("CutbackStep") >= 2
+    assert _weights(cluster) == {"a": 100, "b": 0}
+    status = _status(cluster)
+    assert status["pools"]["a"]["runtimePrecision"] == "fp16"
+    assert "PrecisionRestored" in reasons
+    text = telemetry.registry.get_sample_value("forescale_operator_weight_percent", {"namespace": "default", "name": "chat", "pool": "b"})
+    assert text == 0.0
+
+
+async def test_cutback_resumes_at_the_same_step_after_a_restart(cluster, api, example, loop):
+    run, source, events, clock, _ = loop
+    await reconcile(cluster.put(_spec_body(example, intervalSeconds=10)), HandlerDeps(api=api, actuators=Actuators(api), events=events))
+    for _ in range(3):
+        await run()
+    source.latency_ms = 450.0
+    await run()
+    await run()
+    source.latency_ms = 60.0
+    while "CutbackStep" not in events.reasons:
+        await run()
+    step_before = _status(cluster)["cutback"]["step"]
+    weights_before = _weights(cluster)
+
+    # A new operator process: fresh in-memory seams, same status in the API.
+    fresh_events = RecordingEvents()
+    deps = TickDeps(
+        api=api, actuators=Actuators(api), events=fresh_events,
+        metrics=LoopMetrics("http://prom:9090", clock=clock, build=lambda url: source),
+        forecaster=LoopForecaster(loader=lambda _: make_baseline("last", step_seconds=5, horizon_seconds=30)),
+        decide=Actor(admin_token_secret=None, clock=clock),
+    )
+    clock.t += 1
+    await tick(TickContext(copy.deepcopy(cluster.get("inferencedeployments", "default", "chat"))), deps)
+    assert _status(cluster)["cutback"]["step"] == step_before
+    assert _weights(cluster) == weights_before
+    assert "EmergencyStarted" not in fresh_events.reasons  # it resumed, it did not start over
+
+
+async def test_prometheus_down_holds_replicas_and_recovers(cluster, api, example, loop):
+    run, source, events, clock, _ = loop
+    await reconcile(cluster.put(_spec_body(example)), HandlerDeps(api=api, actuators=Actuators(api), events=events))
+    for _ in range(3):
+        await run()
+    replicas = {p: cluster.get("deployments", "default", f"chat-{p}")["spec"]["replicas"] for p in "ab"}
+    source.up = False
+    for _ in range(3):
+        await run()
+    status = _status(cluster)
+    assert status["phase"] == "Degraded"
+    assert {c["type"]: c["status"] for c in status["conditions"]}["MetricsAvailable"] == "False"
+    assert events.reasons.count("MetricsUnavailable") == 1
+    assert {p: cluster.get("deployments", "default", f"chat-{p}")["spec"]["replicas"] for p in "ab"} == replicas
+    source.up = True
+    for _ in range(2):
+        await run()
+    status = _status(cluster)
+    assert status["phase"] != "Degraded"
+    assert {c["type"]: c["status"] for c in status["conditions"]}["MetricsAvailable"] == "True"
+
+
+async def test_preview_reports_would_and_acts_on_nothing(cluster, api, example, loop):
+    run, source, events, clock, _ = loop
+    body = _spec_body(example)
+    body["spec"]["mode"] = "Preview"
+    await reconcile(cluster.put(body), HandlerDeps(api=api, actuators=Actuators(api), events=events))
+    for _ in range(3):
+        await run()
+    source.latency_ms, source.rate = 450.0, 400.0
+    for _ in range(3):
+        await run()
+    assert _weights(cluster) == {"a": 100, "b": 0}
+    assert cluster.get("deployments", "default", "chat-a")["spec"]["replicas"] == 2
+    loop_events = [m for _, r, m in events.events if r != "PoolsCreated"]
+    assert loop_events and all(m.startswith("Preview: would") for m in loop_events)
+    assert _status(cluster)["lastDecision"].startswith("Preview: would")
+    assert not [c for c in cluster.objects("configmaps", "default") if c["metadata"]["name"].startswith("chat-incident-")]
