@@ -24,7 +24,7 @@ from forescale_devcluster.podrunner import PodRunner
 from forescale_devcluster.podrunner_pod import PodSettings
 from forescale_devcluster.prometheus_process import PrometheusProcess, find_prometheus
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
 CRDS = os.path.join(os.path.dirname(__file__), "..", "..", "crds")
 TOKEN = "test-admin-token"
@@ -117,3 +117,32 @@ async def test_stand_ins_on_the_emulated_api_with_real_model_servers(ml_apiserve
     assert apiserver.objects("pods", "ml") == []
     assert all(not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(") ")[1][0] == "Z"
                for pid in pids)
+
+
+async def test_scaling_under_load_loses_no_request(ml_apiserver, tmp_path):
+    apiserver = ml_apiserver
+    for obj in (deployment("chat-a", replicas=3, pool="a"), deployment("chat-b", replicas=0, pool="b"),
+                service("chat-a", "a"), service("chat-b", "b"), route(100, 0)):
+        apiserver.put(obj)
+    settings = PodSettings(startup_delay_seconds=1.0, log_dir=str(tmp_path / "logs"))
+    scale_url = apiserver.url + "/apis/apps/v1/namespaces/ml/deployments/chat-a/scale"
+
+    async def scale(session: aiohttp.ClientSession, replicas: int) -> None:
+        async with session.patch(scale_url, json={"spec": {"replicas": replicas}},
+                                 headers={"Content-Type": "application/merge-patch+json"}) as resp:
+            assert resp.status == 200, await resp.text()
+
+    async with PodRunner(apiserver.url, namespaces=["ml"], settings=settings) as runner:
+        await runner.wait_ready("ml", "chat-a", 3, timeout=40)
+        async with Gateway(apiserver.url, "ml", "chat") as gw, aiohttp.ClientSession() as session:
+            load = asyncio.create_task(LoadGenerator(gw.url, RateProfile((30.0,), 6.0), duration_seconds=6.0,
+                                                     process="uniform", timeout_seconds=5).run())
+            await asyncio.sleep(1.0)
+            await scale(session, 1)          # two pods leave while requests flow
+            await asyncio.sleep(2.0)
+            await scale(session, 2)          # one comes back
+            records = await load
+        assert len(runner.pods("ml", "chat-a")) == 2
+    assert len(records) >= 170
+    bad = [(r.scheduled_s, r.status, r.error) for r in records if r.status != 200]
+    assert bad == []
