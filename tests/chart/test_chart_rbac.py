@@ -132,9 +132,3 @@ def test_no_secret_access_without_an_admin_token_secret():
     grants = load_grants(render(), SA_NAME, NAMESPACE)
     assert not rbac_allows(grants, ApiCall("get", "", "secrets", namespace="ml", name=ADMIN_SECRET))
     assert all("secrets" not in g.rule["resources"] for g in grants)
-
-
-def test_router_permissions_follow_values():
-    grants = _grants({"rbac.gatewayApi": "false", "rbac.istio": "false"})
-    for group, resource in [("gateway.networking.k8s.io", "httproutes"), ("networking.istio.io", "virtualservices")]:
-        assert not rbac_allows(grants, ApiCall("patch", group, resource, namespace="ml", name="chat"))

@@ -29,7 +29,7 @@ def test_helm_lint_strict(values_file):
 @pytest.mark.parametrize("values_file", CI_VALUES, ids=CI_IDS)
 def test_rendered_manifests_pass_kubernetes_validate_strict(values_file):
     manifests = render([values_file])
-    validated = 0
+    validated = []
     for doc in manifests:
         if doc["kind"] in NO_SCHEMA_KINDS:
             continue
@@ -38,8 +38,8 @@ def test_rendered_manifests_pass_kubernetes_validate_strict(values_file):
                 kubernetes_validate.validate(doc, version, strict=True)
             except kubernetes_validate.ValidationError as exc:
                 pytest.fail(f"{doc['kind']}/{doc['metadata']['name']} is invalid for Kubernetes {version}: {exc}")
-        validated += 1
-    assert validated >= 3
+        validated.append(doc["kind"])
+    assert "Deployment" in validated
 
 
 @pytest.mark.parametrize("values_file", CI_VALUES, ids=CI_IDS)
