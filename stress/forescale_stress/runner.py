@@ -105,6 +105,16 @@ def exempt_step(start: float, end: float, faults: tuple[FaultSpec, ...], grace: 
     return any(start < f.end + grace and end > f.at for f in faults)
 
 
+def holds_rate(start: float, end: float, faults: tuple[FaultSpec, ...], degradations: tuple[DegradeSpec, ...],
+               grace: float, window: float) -> bool:
+    """True when the step [start, end) overlaps a fault window plus its grace,
+    or a degradation action's before/after windows (one second is allowed for
+    the admin call): the next step then offers the same rate."""
+    if exempt_step(start, end, faults, grace):
+        return True
+    return any(start < d.at + window + 1.0 and end > d.at - window for d in degradations)
+
+
 class Runner:
     """Runs one configured stress test. `admin` is needed when the config has
     admin faults or degradations; `kill` sends signals (injected in tests)."""
@@ -160,9 +170,9 @@ class Runner:
         cfg = self.config
         rng = random.Random(cfg.seed)
         windows: list[StepWindow] = []
-        index = 0
+        index = level = 0
         while True:
-            rate = cfg.ramp.rate(index)
+            rate = cfg.ramp.rate(level)
             if cfg.bounds.over_max_rate(rate):
                 return windows, STOP_MAX_RATE
             self._step, self._rate = index, rate
@@ -184,6 +194,10 @@ class Runner:
             reason = step_stop_reason(p99, error_rate, cfg.bounds, exempt)
             if reason is not None:
                 return windows, reason
+            # The ramp holds its rate through fault and degradation windows, so
+            # "before" and "after" are measured at the same offered rate.
+            if not holds_rate(start, end, cfg.faults, cfg.degradations, cfg.fault_grace_s, cfg.degrade_window_s):
+                level += 1
             index += 1
 
     async def _send_step(self, gen: LoadGenerator, index: int, offsets: list[float], start: float, end: float,

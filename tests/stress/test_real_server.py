@@ -75,6 +75,11 @@ def test_ramp_with_a_slowdown_against_forescale_serve(stress, emulated_server, m
     assert report["errors"] == 0
     measured = [s for s in report["steps"] if s["p99_ms"] is not None]
     assert measured and all(0 < s["p50_ms"] <= s["p99_ms"] for s in measured)
+    # the ramp holds its rate after each step that overlaps the fault window
+    steps = report["steps"]
+    assert any(s["during_fault"] for s in steps)
+    for this, after in zip(steps, steps[1:]):
+        assert (after["rate"] == this["rate"]) == this["during_fault"], steps
     (recovery,) = report["recoveries"]
     assert recovery["fault"] == "slowdown=3 at=2s for 1s"
     assert "error" not in recovery, recovery

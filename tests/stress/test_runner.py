@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from forescale_stress.faults import parse_fault
+from forescale_stress.faults import parse_degrade, parse_fault
 from forescale_stress.loadgen import LoadGenerator
-from forescale_stress.runner import exempt_step
+from forescale_stress.runner import exempt_step, holds_rate
 
 FAULTS = (parse_fault("at=30s,slowdown=2,seconds=10"), parse_fault("at=90s,cache_flush"))
 
@@ -30,6 +30,25 @@ FAULTS = (parse_fault("at=30s,slowdown=2,seconds=10"), parse_fault("at=90s,cache
 )
 def test_exempt_step(start, end, grace, exempt):
     assert exempt_step(start, end, FAULTS, grace) is exempt
+
+
+DEGRADE = (parse_degrade("at=60s,precision=int8"),)
+
+
+@pytest.mark.parametrize(
+    "start, end, holds",
+    [
+        (0, 10, False),
+        (35, 40, True),  # fault window
+        (44, 49, True),  # its grace
+        (20, 29.9, False),
+        (49, 51, True),  # overlaps the 10 s before the degradation
+        (65, 70, True),  # the 10 s after it (plus 1 s for the call)
+        (71, 75, False),
+    ],
+)
+def test_holds_rate(start, end, holds):
+    assert holds_rate(start, end, FAULTS[:1], DEGRADE, grace=10, window=10) is holds
 
 
 class _Answer:
