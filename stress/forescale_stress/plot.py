@@ -31,6 +31,7 @@ def write_plot(result: RunResult, report: dict, path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import ScalarFormatter
 
     steps = report["steps"]
     fig, (ax_rate, ax_time) = plt.subplots(2, 1, figsize=(10, 9))
@@ -84,6 +85,8 @@ def write_plot(result: RunResult, report: dict, path: str) -> None:
     more = rate_ax.get_legend_handles_labels()
     ax_time.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="upper left")
     ax_time.set_title("latency over time (faults shaded, degradation actions dashed)")
+    for ax in (ax_rate, ax_time):
+        ax.yaxis.set_major_formatter(ScalarFormatter())  # 150, not 1.5x10^2, on the log axes
     fig.tight_layout()
     try:
         fig.savefig(path, dpi=100)
