@@ -108,8 +108,9 @@ async def _execute(config: RunConfig, token: Optional[str], show_progress: bool)
         return await Runner(config, admin=admin).run()
     from rich.progress import BarColumn, Progress as Bar, TextColumn, TimeElapsedColumn
 
+    # Two refreshes a second: the bar's thread shares the CPU with the load.
     with Bar(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console,
-             transient=True) as bar:
+             transient=True, refresh_per_second=2) as bar:
         task = bar.add_task("starting", total=config.bounds.max_seconds)
 
         def update(p: Progress) -> None:
