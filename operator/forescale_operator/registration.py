@@ -58,11 +58,27 @@ def _deps(memo: kopf.Memo, body: Mapping[str, Any]) -> TickDeps:
     return TickDeps(api=api, actuators=Actuators(api), events=events, **memo.get("loop_seams", {}))
 
 
+def _loop_seams(config: Config) -> dict[str, Any]:
+    """The forecast loop (Prometheus -> predictor -> engine -> actuators) behind the tick's seams."""
+    from prometheus_client import REGISTRY
+
+    from .forecast_loop import make_loop_seams
+    from .telemetry import OperatorMetrics
+
+    secret = "/".join(config.admin_token_secret) if config.admin_token_secret else None
+    return make_loop_seams(prometheus_url=config.prometheus_url, admin_token_secret=secret,
+                           telemetry=OperatorMetrics(REGISTRY))
+
+
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     """Tune kopf and decide on peering. Runs before any watch starts."""
     config: Config = memo.config
     memo.api = HttpKubeApi(Connection.from_environment(user_agent=f"forescale-operator/{memo.identity}"))
+    if "loop_seams" not in memo:
+        memo.loop_seams = _loop_seams(config)
+    if "forecaster" in memo.loop_seams:
+        memo.loop_seams["forecaster"].api = memo.api
     settings.persistence.finalizer = FINALIZER
     # Keep kopf's bookkeeping in annotations: the CRD's status schema is complete and would prune status.kopf.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="forescale.io")
