@@ -138,8 +138,7 @@ async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, lo
     config: Config = memo.config
     while not stopped:
         raw = plain(body)
-        step = (raw.get("spec") or {}).get("forecast", {}).get("stepSeconds", 15)
-        step = max(config.min_loop_seconds, float(step) if isinstance(step, (int, float)) else 15.0)
+        step = _step_seconds(raw, config)
         try:
             summary = await tick(TickContext(raw), _deps(memo, raw))
             operator_metrics.TICKS.labels("ok").inc()
@@ -150,8 +149,18 @@ async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, lo
             logger.warning("tick failed, next in %gs: %s", step, exc)
             if exc.retry_after:
                 step = max(step, exc.retry_after)
-        except kopf.TemporaryError:
-            raise
         except asyncio.CancelledError:
             raise
+        except Exception:  # noqa: BLE001 - a bug in one tick must not end this resource's loop for good
+            operator_metrics.TICKS.labels("error").inc()
+            logger.exception("tick failed unexpectedly, next in %gs", step)
         await stopped.wait(step)
+
+
+def _step_seconds(raw: Mapping[str, Any], config: Config) -> float:
+    """forecast.stepSeconds of the live spec (15 when unreadable), floored by FORESCALE_MIN_LOOP_SECONDS."""
+    forecast = (raw.get("spec") or {}).get("forecast")
+    step = forecast.get("stepSeconds", 15) if isinstance(forecast, Mapping) else 15
+    if isinstance(step, bool) or not isinstance(step, (int, float)) or step <= 0:
+        step = 15
+    return max(config.min_loop_seconds, float(step))

@@ -52,3 +52,12 @@ def test_replicas_get_distinct_priorities_from_their_pod_names(pods):
 
 def test_explicit_priority_wins():
     assert load_config({"POD_NAME": "x", "FORESCALE_PRIORITY": "7"}).peering_priority == 7
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ({"forecast": {"stepSeconds": 5}}, 5.0), ({"forecast": {"stepSeconds": 0.2}}, 1.0), ({}, 15.0),
+    ({"forecast": None}, 15.0), ({"forecast": {"stepSeconds": "fast"}}, 15.0), ({"forecast": {"stepSeconds": True}}, 15.0)])
+def test_loop_interval_follows_the_spec_with_a_floor(spec, expected):
+    from forescale_operator.registration import _step_seconds
+
+    assert _step_seconds({"spec": spec}, load_config({})) == expected
