@@ -3,6 +3,7 @@
     forescale replay --trace FILE --format azure|mooncake|servegen|csv
         [--policies forescale,hpa,keda,kpa,static,oracle] [--slo-ms N]
         [--startup-seconds N] [--incidents SPEC] [--seed N] [--json] [--plot OUT.png]
+        [--max-replicas N] [--profile NAME] [--compress X] [--forecaster NAME] [--spec FILE]
 
 With `--json` exactly one JSON object (DESIGN.md §6) goes to stdout and
 progress to stderr; otherwise a table is printed. Bad input gets one line
@@ -40,6 +41,7 @@ def replay(
     profile: Optional[str] = typer.Option(None, "--profile", help="service-time profile (default a100-opt-13b for token traces, t4-bert-base otherwise)"),
     compress: Optional[float] = typer.Option(None, "--compress", help="time compression of rate traces (servegen default 24)"),
     forecaster: str = typer.Option("lstm", "--forecaster", help="lstm (the packaged model) or a baseline: last, seasonal, ewm, linear"),
+    spec: Optional[str] = typer.Option(None, "--spec", help="an InferenceDeployment (YAML/JSON) for the forescale policy; its slo comes from --slo-ms"),
 ) -> None:
     """Replay a trace once per policy and compare them side by side."""
     from .errors import SimError
@@ -50,9 +52,14 @@ def replay(
     if fmt not in FORMATS:
         _fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     try:
+        overrides = None
+        if spec:
+            from .spec_file import load_spec_overrides
+            overrides = load_spec_overrides(spec)
         opts = ReplayOptions(trace=trace, fmt=fmt, policies=parse_policies(policies), slo_ms=slo_ms,
                              startup_seconds=startup_seconds, incidents=incidents, seed=seed, profile=profile,
-                             max_replicas=max_replicas, compress=compress, forecaster=forecaster)
+                             max_replicas=max_replicas, compress=compress, forecaster=forecaster,
+                             spec_overrides=overrides)
         result = run_replay(opts)
         if plot:
             from .plot import plot_replay

@@ -117,3 +117,37 @@ def test_servegen_slice_replays_through_the_fluid_pools(servegen_slice: Path, ca
     assert data["incidents"] == [{"kind": "crash", "pool": "a", "pods": 1, "start": 600}]
     assert all(row["requests"] > 0 for row in data["policies"].values())
     assert data["policies"]["oracle"]["violation_seconds"] <= data["policies"]["hpa"]["violation_seconds"]
+
+
+SPEC = """
+apiVersion: forescale.io/v1alpha1
+kind: InferenceDeployment
+metadata: {name: chat}
+spec:
+  slo: {targetLatencyMs: 5}
+  pools:
+    a: {minReplicas: 3, maxReplicas: 30, template: {spec: {containers: [{name: s, image: i}]}}}
+    b: {minReplicas: 2, maxReplicas: 5, template: {spec: {containers: [{name: s, image: i}]}}}
+  traffic: {router: gatewayapi, parentRefs: [{name: gw}]}
+"""
+
+
+@pytest.mark.parametrize("content,words", [
+    (SPEC, None),
+    ("spec:\n  warmReservePercent: 500\n", "spec.warmReservePercent: must be <= 100"),
+    ("[1, 2", "not YAML or JSON"),
+    ("- a\n- b\n", "expected an InferenceDeployment"),
+])
+def test_spec_file(azure_slice: Path, tmp_path: Path, capsys, content: str, words: str | None) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_text(content)
+    code, out, err = run(capsys, "--trace", str(azure_slice), "--format", "azure", "--json", "--policies", "forescale",
+                         "--spec", str(path), "--forecaster", "ewm", "--incidents", "none")
+    if words is None:
+        assert code == 0, err
+        data = json.loads(out)
+        assert data["slo_ms"] == 1000  # the spec's slo is replaced by --slo-ms
+        # A's minReplicas 3 and B's 2 from the file hold for the whole replay: >= 5 pods for ~425 s
+        assert data["policies"]["forescale"]["gpu_hours"] >= 5 * 400 / 3600
+    else:
+        assert code == 2 and words in err and "Traceback" not in err

@@ -71,7 +71,12 @@ def make_policy(name: str, ctx: PolicyContext) -> Policy:
 
         from .forescale import ForescalePolicy, replay_spec
 
-        spec = parse_spec(replay_spec(ctx.slo_ms, ctx.quantile, ctx.max_replicas, ctx.max_replicas, **(ctx.spec_overrides or {})))
+        from forescale_operator.spec import SpecError
+
+        try:
+            spec = parse_spec(replay_spec(ctx.slo_ms, ctx.quantile, ctx.max_replicas, ctx.max_replicas, **(ctx.spec_overrides or {})))
+        except SpecError as exc:
+            raise SimError(f"the forescale policy's spec is invalid: {exc}") from None
         params = EngineParams(name="replay", fallback_capacity_rps=ctx.calibration.capacity("fp16"),
                               default_startup_seconds=ctx.startup_seconds)
         forecaster = ctx.forecaster_factory(spec.forecast.step_seconds, spec.forecast.horizon_seconds) if ctx.forecaster_factory else None
