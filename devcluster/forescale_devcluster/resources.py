@@ -53,18 +53,37 @@ def _builtin(group: str, version: str, plural: str, kind: str, **kw: Any) -> Ser
     return ServedResource(group, version, plural, kind, **kw)
 
 
+_DEPLOYMENT_COLUMNS = (
+    {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas"},
+    {"name": "Desired", "type": "integer", "jsonPath": ".spec.replicas"},
+    {"name": "Precision", "type": "string", "jsonPath": ".spec.template.metadata.labels.forescale\\.io/precision"},
+)
+_SERVICE_COLUMNS = (
+    {"name": "Type", "type": "string", "jsonPath": ".spec.type"},
+    {"name": "Cluster-IP", "type": "string", "jsonPath": ".spec.clusterIP"},
+)
+_EVENT_COLUMNS = (
+    {"name": "Last Seen", "type": "date", "jsonPath": ".lastTimestamp"},
+    {"name": "Type", "type": "string", "jsonPath": ".type"},
+    {"name": "Reason", "type": "string", "jsonPath": ".reason"},
+    {"name": "Object", "type": "string", "jsonPath": ".involvedObject.name"},
+    {"name": "Message", "type": "string", "jsonPath": ".message"},
+)
+
+
 def builtin_resources() -> list[ServedResource]:
-    """The built-in kinds the operator, kubectl and kopf touch."""
+    """The built-in kinds the operator, kubectl and kopf touch (with a few columns for `kubectl get`)."""
     return [
         _builtin("", "v1", "namespaces", "Namespace", namespaced=False, short_names=("ns",), subresources=("status",)),
         _builtin("", "v1", "pods", "Pod", short_names=("po",), categories=("all",), subresources=("status",)),
-        _builtin("", "v1", "services", "Service", short_names=("svc",), categories=("all",), subresources=("status",)),
-        _builtin("", "v1", "events", "Event", short_names=("ev",)),
+        _builtin("", "v1", "services", "Service", short_names=("svc",), categories=("all",), subresources=("status",),
+                 printer_columns=_SERVICE_COLUMNS),
+        _builtin("", "v1", "events", "Event", short_names=("ev",), printer_columns=_EVENT_COLUMNS),
         _builtin("", "v1", "configmaps", "ConfigMap", short_names=("cm",)),
         _builtin("", "v1", "secrets", "Secret"),
         _builtin("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
         _builtin("apps", "v1", "deployments", "Deployment", short_names=("deploy",), categories=("all",),
-                 subresources=("status", "scale")),
+                 subresources=("status", "scale"), printer_columns=_DEPLOYMENT_COLUMNS),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
         _builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
                  namespaced=False, short_names=("crd", "crds"), subresources=("status",)),

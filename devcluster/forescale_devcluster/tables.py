@@ -24,7 +24,9 @@ def wants_table(accept: str | None) -> bool:
 def json_path(obj: Mapping[str, Any], path: str) -> Any:
     """Evaluate a simple JSONPath such as `.status.pools.a.readyReplicas` (no filters, no wildcards)."""
     value: Any = obj
-    for part in path.strip().lstrip("{").rstrip("}").lstrip(".").split("."):
+    # `\.` escapes a dot inside a key, as in `.metadata.labels.forescale\.io/pool`.
+    parts = path.strip().lstrip("{").rstrip("}").lstrip(".").replace("\\.", "\x00").split(".")
+    for part in (p.replace("\x00", ".") for p in parts):
         if not part:
             continue
         index = None
