@@ -1,0 +1,188 @@
+"""`forescale train`: train the LSTM forecaster and write one model file.
+
+From a CSV (`--csv`, columns found as DESIGN.md §6 says; `--latency-column`
+and `--rate-column` train a two-feature model like the packaged one) or from
+Prometheus (`--prometheus-url --query --start --end`, plus `--rate-query`
+for a second feature). The whole series is used for training, its last 15%
+(by time) for early stopping and the blend. `--json` prints one JSON object
+on stdout; progress and logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .cli_common import clean, duration, emit_json, fail, log
+
+app = typer.Typer(add_completion=False, help=__doc__, pretty_exceptions_enable=False)
+
+FEATURES = ("latency_ms", "rate", "value")
+
+
+@app.command()
+def train_command(
+    out: Path = typer.Option(..., "--out", help="Where to write the model file (.pt)."),
+    csv: Optional[Path] = typer.Option(None, "--csv", help="Training series: CSV (time,value), Azure trace CSV or Mooncake JSONL."),
+    value_column: Optional[str] = typer.Option(None, "--value-column", help="Value column of a one-feature CSV."),
+    time_column: Optional[str] = typer.Option(None, "--time-column", help="Time column (default: timestamp / time)."),
+    latency_column: Optional[str] = typer.Option(None, "--latency-column", help="CSV column holding latency in ms (two-feature model)."),
+    rate_column: Optional[str] = typer.Option(None, "--rate-column", help="CSV column holding the request rate (two-feature model)."),
+    feature: str = typer.Option("latency_ms", "--feature", help="What a single series measures: latency_ms, rate or value."),
+    prometheus_url: Optional[str] = typer.Option(None, "--prometheus-url", help="Prometheus base URL."),
+    query: Optional[str] = typer.Option(None, "--query", help="PromQL of the series (one result series)."),
+    rate_query: Optional[str] = typer.Option(None, "--rate-query", help="PromQL of the request rate, to train latency and rate together."),
+    start: Optional[str] = typer.Option(None, "--start", help="Start: epoch seconds, ISO time, or a duration ago such as 7d."),
+    end: Optional[str] = typer.Option(None, "--end", help="End: epoch seconds, ISO time or 'now' (default now)."),
+    step: Optional[str] = typer.Option(None, "--step", help="Model step, e.g. 15s or 1m (default: the data's own step; 60s for Prometheus)."),
+    horizon: Optional[str] = typer.Option(None, "--horizon", help="Forecast horizon (default: the larger of 180s and 3 x step)."),
+    lookback: Optional[int] = typer.Option(None, "--lookback", min=2, help="Steps the model sees (default: scaled to the data, 12-48)."),
+    epochs: int = typer.Option(30, "--epochs", min=1, help="Maximum epochs (early stopping usually ends sooner)."),
+    seed: int = typer.Option(0, "--seed"),
+    timeout: float = typer.Option(10.0, "--timeout", help="Seconds per Prometheus request."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Train the LSTM forecaster and write the model file."""
+    from .errors import PredictorError
+
+    if feature not in FEATURES:
+        fail("train", f"--feature must be one of {', '.join(FEATURES)}, got {feature!r}")
+    if (csv is None) == (prometheus_url is None):
+        fail("train", "give either --csv FILE or --prometheus-url URL with --query, --start and --end")
+    step_s = duration(step, "--step")
+    horizon_s = duration(horizon, "--horizon")
+    try:
+        if csv is not None:
+            times, columns, step_s = _from_csv(csv, step_s, time_column, value_column, latency_column, rate_column, feature)
+            source = str(csv)
+        else:
+            if not query or not start:
+                fail("train", "--prometheus-url needs --query and --start (and optionally --end, --rate-query)")
+            step_s = step_s or 60.0
+            times, columns = _from_prometheus(prometheus_url, query, rate_query, feature, start, end, step_s, timeout)
+            source = f"{prometheus_url} {query!r}" + (f" + {rate_query!r}" if rate_query else "")
+        model, info = _train(times, columns, step_s, horizon_s, lookback, epochs, seed, quiet)
+    except PredictorError as exc:
+        fail("train", str(exc))
+    except ValueError as exc:
+        fail("train", str(exc))
+    from . import model_file
+
+    model.metadata.update({"data": f"trained by `forescale train` on {source}", "source": source, **info})
+    path = model_file.save(model, out)
+    result = {
+        "out": str(path),
+        "bytes": path.stat().st_size,
+        "features": list(model.config.features),
+        "step_seconds": model.config.step_seconds,
+        "horizon_seconds": model.config.horizon_seconds,
+        "lookback": model.config.lookback,
+        "quantiles": list(model.config.quantiles),
+        "epochs": model.metadata.get("epochs"),
+        "train_windows": model.metadata.get("train_windows"),
+        "validation": model.metadata.get("validation"),
+        **info,
+    }
+    if json_out:
+        emit_json(clean(result))
+    else:
+        log(f"wrote {path} ({result['bytes']} bytes): {result['features']} every {model.config.step_seconds:g} s, "
+            f"horizon {model.config.horizon_seconds:g} s, {result['epochs']} epochs")
+        print(path)
+
+
+def _from_csv(path, step_s, time_column, value_column, latency_column, rate_column, feature):
+    import numpy as np
+
+    from .csv_source import load_csv
+    from .resample import align, native_step
+    from .series_input import read_series
+
+    if latency_column or rate_column:
+        series = {}
+        for name, column in (("latency_ms", latency_column), ("rate", rate_column)):
+            if column:
+                raw = load_csv(path, time_column=time_column, value_column=column)
+                series[name] = (raw.times, raw.values)
+        first = next(iter(series.values()))
+        step_s = step_s or native_step(first[0])
+        history = align(series, step_s)
+        return history.times, {k: np.asarray(v) for k, v in history.features.items()}, step_s
+    history, _ = read_series(path, step_seconds=step_s, time_column=time_column, value_column=value_column)
+    return history.times, {feature: history.features["value"]}, history.step_seconds
+
+
+def _from_prometheus(url, query, rate_query, feature, start, end, step_s, timeout):
+    from .prometheus_source import PrometheusSource
+    from .presets import custom_preset
+
+    t0, t1 = _when(start), _when(end or "now")
+    source = PrometheusSource(url, custom_preset(query, rate_query or query), timeout=timeout)
+    times, values = source.query_range(query, start=t0, end=t1, step=step_s)
+    series = {feature: (times, values)}
+    if rate_query:
+        series["rate"] = source.query_range(rate_query, start=t0, end=t1, step=step_s)
+    from .resample import align
+
+    history = align(series, step_s, start=t0, end=t1)
+    return history.times, dict(history.features)
+
+
+def _when(text: str) -> float:
+    """Epoch seconds of `now`, an epoch number, an ISO time, or a duration ago (`7d`)."""
+    from .durations import parse_duration
+    from .timeparse import parse_times
+
+    text = text.strip()
+    if text == "now":
+        return time.time()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if text[-1:].isalpha() and text[0].isdigit() and "-" not in text and ":" not in text:
+        return time.time() - parse_duration(text)
+    return float(parse_times([text], column="--start/--end")[0])
+
+
+def _train(times, columns, step_s, horizon_s, lookback, epochs, seed, quiet):
+    import numpy as np
+
+    from .errors import SeriesError
+    from .model_config import ModelConfig
+    from .training import Segment, TrainOptions, train
+
+    names = tuple(columns)
+    values = np.stack([np.asarray(columns[n], dtype=float) for n in names], axis=1)
+    if len(values) == 0:
+        raise SeriesError("the training series is empty")
+    for i, name in enumerate(names):
+        if not np.isfinite(values[:, i]).any():
+            raise SeriesError(f"the {name} series is all NaN")
+    horizon_s = horizon_s or max(180.0, 3 * step_s)
+    steps = int(round(horizon_s / step_s))
+    if steps < 1:
+        raise SeriesError(f"--horizon {horizon_s:g} s is shorter than one {step_s:g} s step")
+    span = float(times[-1] - times[0])
+    lb = lookback or int(np.clip(len(values) // 10, 12, 48))
+    config = ModelConfig(
+        features=names,
+        targets=names,
+        step_seconds=float(step_s),
+        lookback=lb,
+        horizon=steps,
+        quantiles=(0.1, 0.5, 0.9),
+        hidden=32,
+        ar_steps=min(16, lb),
+        level_steps=min(4, lb),
+        time_features=span >= 3 * 86400 and step_s < 21600,
+    )
+    if not quiet:
+        log(f"training on {len(values)} steps of {step_s:g} s ({', '.join(names)}), lookback {lb}, horizon {steps} steps")
+    model = train([Segment(np.asarray(times, float), values)], config, TrainOptions(max_epochs=epochs, seed=seed, progress=not quiet))
+    info = {"training_span": {"start": float(times[0]), "end": float(times[-1]), "steps": int(len(values))}}
+    return model, info
