@@ -81,8 +81,9 @@ def run_operator(apiserver, args: list[str], workdir: Path, settle_seconds: floa
             FORESCALE_HEALTH_PORT=str(health_port),
             FORESCALE_ADMIN_TOKEN_SECRET=f"{ADMIN_SECRET}/token",
             POD_NAME="forescale-chart-test",
+            # A Prometheus that is down (nothing listens there): the case ForescaleMetricsUnavailable is for.
+            FORESCALE_PROMETHEUS_URL=f"http://127.0.0.1:{_free_port()}",
         )
-        env.pop("FORESCALE_PROMETHEUS_URL", None)
         forescale = Path(sys.executable).with_name("forescale")
         with log_path.open("w") as out:
             operator = subprocess.Popen([str(forescale), "operator", *args], env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from chart_tools import REPO, helm_template, promtool_path, run
-from operator_metrics import KNOWN_METRICS, metric_names
+from chart_metric_names import KNOWN_METRICS, metric_names
 
 ALERT_TESTS = REPO / "monitoring" / "alerts_test.yaml"
 ALERTS = {"ForescaleEmergencyTooLong", "ForescaleMetricsUnavailable", "ForescaleForecastErrorHigh", "ForescaleCutbackStuck"}

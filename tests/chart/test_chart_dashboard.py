@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 from chart_tools import helm_template, promtool_path, run
-from dashboard_queries import dashboard as _dashboard
-from dashboard_queries import exprs as _exprs
-from dashboard_queries import panels as _panels
-from dashboard_queries import substitute as _substitute
-from operator_metrics import KNOWN_METRICS, metric_names
+from chart_dashboard_queries import dashboard as _dashboard
+from chart_dashboard_queries import exprs as _exprs
+from chart_dashboard_queries import panels as _panels
+from chart_dashboard_queries import substitute as _substitute
+from chart_metric_names import KNOWN_METRICS, metric_names
 
 
 def test_dashboard_loads_with_its_variables():

@@ -15,8 +15,8 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from chart_tools import helm_template, promtool_path, run
-from dashboard_queries import exprs as _exprs
-from dashboard_queries import substitute as _substitute
+from chart_dashboard_queries import exprs as _exprs
+from chart_dashboard_queries import substitute as _substitute
 
 telemetry = pytest.importorskip("forescale_operator.telemetry", reason="the operator's metrics module is not installed")
 server_metrics = pytest.importorskip("forescale_server.metrics", reason="the model server's metrics module is not installed")
