@@ -28,7 +28,7 @@ from .service_model import PRECISIONS
 log = logging.getLogger("forescale.server")
 
 #: how many calibration sentences the agreement check at a precision switch uses
-AGREEMENT_SENTENCES = 128
+AGREEMENT_SENTENCES = 64
 
 
 def _device(device: str) -> torch.device:
