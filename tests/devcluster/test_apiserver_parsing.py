@@ -55,9 +55,10 @@ def test_field_selector(selector, expected):
 
 @pytest.mark.parametrize("path, expected", [
     (".status.phase", "Stable"), (".status.pools.a.readyReplicas", 2), (".status.missing.deep", None),
-    (".spec.items[1]", "b"), ("{.spec.items[5]}", None)])
+    (".spec.items[1]", "b"), ("{.spec.items[5]}", None), (".metadata.labels.forescale\\.io/pool", "a")])
 def test_json_path(path, expected):
-    obj = {"status": {"phase": "Stable", "pools": {"a": {"readyReplicas": 2}}}, "spec": {"items": ["a", "b"]}}
+    obj = {"status": {"phase": "Stable", "pools": {"a": {"readyReplicas": 2}}}, "spec": {"items": ["a", "b"]},
+           "metadata": {"labels": {"forescale.io/pool": "a"}}}
     assert json_path(obj, path) == expected
 
 
