@@ -177,8 +177,14 @@ class PrometheusSource:
         except requests.exceptions.Timeout:
             raise MetricsUnavailable(f"Prometheus at {self.url} did not answer within {self.timeout:g} s (query {query!r})") from None
         except requests.exceptions.ConnectionError as exc:
-            reason = "connection refused" if "refused" in str(exc).lower() else _short(exc)
+            text = str(exc).lower()
+            if "timed out" in text or "timeout" in text:
+                # with retries, urllib3 wraps a read timeout into a ConnectionError
+                raise MetricsUnavailable(f"Prometheus at {self.url} did not answer within {self.timeout:g} s (query {query!r})") from None
+            reason = "connection refused" if "refused" in text else _short(exc)
             raise MetricsUnavailable(f"cannot reach Prometheus at {self.url}: {reason}") from None
+        except requests.exceptions.JSONDecodeError as exc:  # a proxy's HTML error page, say
+            raise MetricsUnavailable(f"Prometheus at {self.url} sent an unreadable answer to {query!r}: {_short(exc)}") from None
         except requests.exceptions.RequestException as exc:
             raise MetricsUnavailable(f"request to Prometheus at {self.url} failed: {_short(exc)}") from None
         except PrometheusApiClientException as exc:

@@ -1,0 +1,154 @@
+"""`forescale backtest` and `forescale train` through the real dispatcher."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from forescale_cli.main import main
+
+from predictor_fixtures import synthetic
+
+
+@pytest.fixture
+def series_csv(tmp_path) -> Path:
+    t, values = synthetic(700, step=60.0)
+    path = tmp_path / "series.csv"
+    with path.open("w", newline="") as handle:
+        w = csv.writer(handle)
+        w.writerow(["TimeStamp", "Value", "Latency"])
+        for ti, (lat, rate) in zip(t, values):
+            w.writerow([int(ti), f"{rate:.3f}", f"{lat:.3f}"])
+    return path
+
+
+FAST = ["--epochs", "2", "--quiet"]
+
+
+def run(argv, capsys):
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_backtest_json_predictions_and_plot(series_csv, tmp_path, capsys):
+    preds, plot = tmp_path / "p.csv", tmp_path / "p.png"
+    code, out, err = run(["backtest", "--csv", str(series_csv), "--json", "--predictions", str(preds), "--plot", str(plot), *FAST], capsys)
+    assert code == 0, err
+    result = json.loads(out)  # exactly one JSON object on stdout
+    assert result["step_seconds"] == 60 and result["horizon_seconds"] == 180 and result["train_fraction"] == 0.7
+    assert set(result["models"]) == {"lstm", "last", "seasonal", "ewm", "linear"}
+    for m in result["models"].values():
+        assert {"mae", "smape", "mase", "band_coverage", "spike"} <= set(m)
+        assert set(m["spike"]) >= {"precision", "recall", "mean_lead_seconds"}
+    with preds.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0])[:6] == ["origin", "target_time", "step", "model", "y_true", "y_pred"]
+    assert len(rows) == result["origins"] * 3 * 5
+    # the predictions file reproduces the reported MAE at the final step
+    final = [r for r in rows if r["model"] == "last" and r["step"] == "3"]
+    mae = np.mean([abs(float(r["y_true"]) - float(r["y_pred"])) for r in final])
+    assert mae == pytest.approx(result["models"]["last"]["mae"], rel=1e-4)
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--csv", "/nonexistent.csv"], "does not exist"),
+        (["--models", "lstm,prophet"], "unknown model"),
+        (["--step", "abc"], "cannot read duration"),
+        (["--horizon", "100s"], "not a whole number"),
+    ],
+)
+def test_backtest_bad_arguments(series_csv, capsys, args, message):
+    argv = ["backtest", "--csv", str(series_csv), *FAST, *args] if args[0] != "--csv" else ["backtest", *args, *FAST]
+    code, out, err = run(argv, capsys)
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err and out == ""
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "is empty"),
+        ("timestamp,value\n", "no rows"),
+        ("timestamp,value\n" + "".join(f"{i * 60},5\n" for i in range(10)), "no complete test origin"),
+        ("timestamp,value\n" + "".join(f"{i * 60},nan\n" for i in range(500)), "no numeric values"),
+        ("timestamp,value\n0,1\n60,2\n60,3\n", "repeats"),
+        ("timestamp,value\n0,1\n120,2\n60,3\n", "goes back in time"),
+    ],
+    ids=["empty", "header-only", "too-short", "all-nan", "duplicate", "non-monotonic"],
+)
+def test_backtest_bad_series(tmp_path, capsys, content, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    code, out, err = run(["backtest", "--csv", str(path), "--json", *FAST], capsys)
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_backtest_short_series_skips_the_lstm_and_says_why(tmp_path, capsys):
+    path = tmp_path / "short.csv"
+    path.write_text("timestamp,value\n" + "".join(f"{i * 60},{5 + i % 3}\n" for i in range(30)))
+    code, out, err = run(["backtest", "--csv", str(path), "--json", *FAST], capsys)
+    assert code == 0, err
+    lstm = json.loads(out)["models"]["lstm"]
+    assert "mae" not in lstm and "training windows" in lstm["skipped"]
+
+
+def test_backtest_constant_series(tmp_path, capsys):
+    path = tmp_path / "flat.csv"
+    path.write_text("timestamp,value\n" + "".join(f"{i * 60},7\n" for i in range(400)))
+    code, out, err = run(["backtest", "--csv", str(path), "--json", "--models", "lstm,last", *FAST], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["models"]["last"]["mae"] == 0
+    assert result["models"]["lstm"]["mae"] < 0.5
+
+
+def test_train_writes_a_loadable_two_feature_model(series_csv, tmp_path, capsys):
+    out_file = tmp_path / "m.pt"
+    code, out, err = run(["train", "--csv", str(series_csv), "--latency-column", "Latency", "--rate-column", "Value",
+                          "--out", str(out_file), "--json", *FAST], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["features"] == ["latency_ms", "rate"] and result["horizon_seconds"] == 180
+    import forescale_predictor as fp
+
+    forecaster = fp.load_forecaster(out_file)
+    assert forecaster.config.features == ("latency_ms", "rate")
+
+
+def test_train_needs_a_source(tmp_path, capsys):
+    code, out, err = run(["train", "--out", str(tmp_path / "m.pt")], capsys)
+    assert code == 2 and "--csv" in err
+
+
+def test_train_from_prometheus_that_is_down(tmp_path, capsys):
+    code, out, err = run(["train", "--prometheus-url", "http://127.0.0.1:1", "--query", "up", "--start", "1h",
+                          "--out", str(tmp_path / "m.pt"), "--timeout", "1", *FAST], capsys)
+    assert code == 2 and "cannot reach Prometheus" in err and "Traceback" not in err
+
+
+def test_console_script_json_is_the_only_stdout(series_csv):
+    exe = Path(sys.executable).with_name("forescale")
+    proc = subprocess.run([str(exe), "backtest", "--csv", str(series_csv), "--json", "--models", "last,ewm", "--epochs", "1"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["models"]["ewm"]["mae"] > 0
+
+
+def test_backtest_on_the_real_mongo_series(traces, capsys):
+    """The issue's acceptance command (a few epochs here; the benchmark trains fully)."""
+    path = traces / "ms-cloud-monitoring/mongodb-application-rps/mongo-01.csv"
+    code, out, err = run(["backtest", "--csv", str(path), "--json", "--epochs", "2", "--quiet"], capsys)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["origins"] > 4000 and result["models"]["lstm"]["mae"] > 0

@@ -1,0 +1,94 @@
+import pytest
+
+from forescale_predictor.presets import PRESET_NAMES, PRESETS, escape_label_value, escape_regex_value, get_preset
+
+LABELS = dict(namespace="ml", deployment="chat", pool="a", quantile=0.99, window="1m")
+
+
+@pytest.mark.parametrize(
+    ("name", "quantiles", "has_queue", "has_errors"),
+    [("forescale", True, True, True), ("vllm", True, True, False), ("triton", False, True, True), ("torchserve", False, False, True)],
+)
+def test_each_preset_declares_what_it_yields(name, quantiles, has_queue, has_errors):
+    preset = PRESETS[name]
+    assert preset.yields_quantiles is quantiles
+    queries = preset.queries(**LABELS)
+    assert {"latency", "rate"} <= set(queries)
+    assert ("queue_depth" in queries) is has_queue
+    assert ("error_rate" in queries) is has_errors
+    if quantiles:
+        assert "histogram_quantile(0.99," in queries["latency"]
+    else:
+        assert "histogram_quantile" not in queries["latency"]
+
+
+def test_forescale_queries_use_the_servers_metrics():
+    q = PRESETS["forescale"].queries(**LABELS)
+    assert 'forescale_request_duration_seconds_bucket{namespace="ml",deployment="chat",pool="a",stage="total"}[1m]' in q["latency"]
+    assert q["rate"] == 'sum(rate(forescale_requests_total{namespace="ml",deployment="chat",pool="a"}[1m]))'
+    assert 'code=~"5..|429"' in q["error_rate"]
+    assert "forescale_quality_agreement" in q["agreement"]
+    assert "pool=" not in PRESETS["forescale"].query("rate", **{**LABELS, "pool": None})
+
+
+def test_pod_selecting_presets_match_the_pool_deployments():
+    q = PRESETS["vllm"].query("rate", **LABELS)
+    assert 'pod=~"chat\\\\-a-.*"' in q or 'pod=~"chat-a-.*"' in q
+    assert "(a|b)" in PRESETS["triton"].query("rate", **{**LABELS, "pool": None})
+
+
+@pytest.mark.parametrize(
+    ("raw", "escaped"),
+    [('a"b', 'a\\"b'), ("a\\b", "a\\\\b"), ("a\nb", "a\\nb"), ("plain", "plain")],
+)
+def test_escape_label_value(raw, escaped):
+    assert escape_label_value(raw) == escaped
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+@pytest.mark.parametrize("field", ["namespace", "deployment"])
+def test_injection_attempt_stays_inside_the_string(name, field):
+    evil = 'a"} or vector(1) #'
+    query = PRESETS[name].query("rate", **{**LABELS, field: evil})
+    assert '"} or vector(1)' not in query.replace('\\"} or vector(1)', "")
+    # the only unescaped quotes are the ones the template itself wrote
+    assert query.count('\\"') >= 1
+
+
+def test_regex_values_are_regex_escaped():
+    assert escape_regex_value("a.b") == "a\\\\.b"
+
+
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        ({"quantile": 1.5}, "quantile must be in"),
+        ({"quantile": "x"}, "quantile must be a number"),
+        ({"window": "1m) or vector(1"}, "window must be a PromQL duration"),
+        ({"pool": "c"}, "pool must be one of"),
+        ({"namespace": ""}, "namespace and deployment are required"),
+    ],
+)
+def test_bad_parameters_are_refused(labels, message):
+    with pytest.raises(ValueError, match=message):
+        PRESETS["forescale"].query("latency", **{**LABELS, **labels})
+
+
+def test_custom_preset_substitutes_placeholders():
+    preset = get_preset("custom", latency_query='my_p99{$selector,x="$deployment"}', rate_query="sum(rate(reqs{namespace=\"$namespace\"}[$window]))")
+    q = preset.queries(**{**LABELS, "deployment": 'we"ird'})
+    assert q["latency"] == 'my_p99{namespace="ml",deployment="we\\"ird",pool="a",x="we\\"ird"}'
+    assert q["rate"] == 'sum(rate(reqs{namespace="ml"}[1m]))'
+
+
+def test_custom_preset_errors():
+    with pytest.raises(ValueError, match="needs both"):
+        get_preset("custom", latency_query="x")
+    with pytest.raises(ValueError, match="unknown placeholder \\$service"):
+        get_preset("custom", latency_query="x{s=\"$service\"}", rate_query="y").query("latency", **LABELS)
+    with pytest.raises(ValueError, match="unknown metrics preset 'prom'"):
+        get_preset("prom")
+
+
+def test_preset_names():
+    assert PRESET_NAMES == ("forescale", "vllm", "triton", "torchserve", "custom")
