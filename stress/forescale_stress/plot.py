@@ -40,7 +40,8 @@ def write_plot(result: RunResult, report: dict, path: str) -> None:
         if pts:
             offered, achieved, value = zip(*pts)
             ax_rate.plot(offered, value, "o-", color=colour, label=f"{key[:-3]} vs offered")
-            ax_rate.plot(achieved, value, "s--", color=colour, mfc="none", label=f"{key[:-3]} vs achieved")
+            # markers only: achieved rates are noisy, and a line through them zigzags
+            ax_rate.plot(achieved, value, "s", color=colour, mfc="none", label=f"{key[:-3]} vs achieved")
         # steps inside a fault window say nothing about the knee: shown apart
         hit = [(s["rate"], s[key]) for s in steps if s[key] is not None and s["during_fault"]]
         if hit:
@@ -81,6 +82,7 @@ def write_plot(result: RunResult, report: dict, path: str) -> None:
     if failed.any():
         rate_ax.bar(t, failed, width=1.0, align="edge", color="black", alpha=0.3, label="failed / s")
     rate_ax.set_ylabel("requests/s")
+    rate_ax.set_ylim(bottom=0)
     lines = ax_time.get_legend_handles_labels()
     more = rate_ax.get_legend_handles_labels()
     ax_time.legend(lines[0] + more[0], lines[1] + more[1], fontsize=7, loc="upper left")
