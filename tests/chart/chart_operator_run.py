@@ -2,7 +2,11 @@
 
 Used by the chart tests that check the chart against the running operator: the
 requests it makes (RBAC) and the endpoints the Deployment points at (liveness
-probe, metrics port).
+probe, metrics port). Two scenes:
+- "incident": Prometheus reports p99 900 ms against a 200 ms SLO, so the
+  playbook runs (traffic shift, admin calls with the token Secret, pods read,
+  snapshot ConfigMap);
+- "prometheus-down": nothing answers at the Prometheus URL.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from chart_fake_prometheus import start_fake_prometheus
 from chart_tools import REPO
 from rbac_rules import ApiCall, call_from_record
 
@@ -64,36 +69,54 @@ def _http_get(url: str) -> tuple[int, str]:
         return 0, ""
 
 
-def run_operator(apiserver, args: list[str], workdir: Path, settle_seconds: float = 3.0) -> OperatorRun:
-    """Start the emulated API server and `forescale operator ARGS`; converge, scrape, delete, stop."""
+def run_operator(apiserver, args: list[str], workdir: Path, scene: str) -> OperatorRun:
+    """Start the emulated API server and `forescale operator ARGS` in a scene; converge, scrape, delete, stop."""
     resource = yaml.safe_load(EXAMPLE.read_text())
+    # One loop tick a second (the minimum), so the playbook runs within seconds.
+    resource["spec"].setdefault("forecast", {})["stepSeconds"] = 1
     namespace, name = resource["metadata"]["namespace"], resource["metadata"]["name"]
-    handle = apiserver.start_apiserver(REPO / "crds", kubeconfig_path=workdir / "kubeconfig", namespaces=(namespace,))
+    handle = apiserver.start_apiserver(REPO / "crds", kubeconfig_path=workdir / "kubeconfig", namespaces=(namespace,),
+                                       ready_deployments=True)
+    prometheus = start_fake_prometheus() if scene == "incident" else None
+    prometheus_url = (f"http://127.0.0.1:{prometheus.server_address[1]}" if prometheus
+                      else f"http://127.0.0.1:{_free_port()}")  # nothing listens there
     log_path = workdir / "operator.log"
     metrics_port, health_port = _free_port(), _free_port()
     operator = None
     try:
-        handle.put(resource)  # not an HTTP request: not in the request log
+        # Direct writes, not HTTP requests: not in the request log.
+        handle.put(resource)
+        handle.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": ADMIN_SECRET, "namespace": namespace},
+                    "data": {"token": "Y2hhcnQtdGVzdA=="}})
         env = dict(
             os.environ,
             KUBECONFIG=str(handle.kubeconfig_path),
             FORESCALE_METRICS_PORT=str(metrics_port),
             FORESCALE_HEALTH_PORT=str(health_port),
             FORESCALE_ADMIN_TOKEN_SECRET=f"{ADMIN_SECRET}/token",
+            FORESCALE_PROMETHEUS_URL=prometheus_url,
             POD_NAME="forescale-chart-test",
-            # A Prometheus that is down (nothing listens there): the case ForescaleMetricsUnavailable is for.
-            FORESCALE_PROMETHEUS_URL=f"http://127.0.0.1:{_free_port()}",
         )
         forescale = Path(sys.executable).with_name("forescale")
         with log_path.open("w") as out:
             operator = subprocess.Popen([str(forescale), "operator", *args], env=env, stdout=out, stderr=subprocess.STDOUT)
 
-        def converged() -> bool:
+        def alive() -> None:
             assert operator.poll() is None, f"the operator exited early:\n{log_path.read_text()[-3000:]}"
+
+        def converged() -> bool:
+            alive()
             return handle.get("httproutes", namespace, name) is not None
 
+        def snapshot_saved() -> bool:
+            alive()
+            return any(cm["metadata"]["name"].startswith(f"{name}-incident-") for cm in handle.objects("configmaps", namespace))
+
         _wait_for(converged, 90, "the operator to create the children")
-        time.sleep(settle_seconds)  # a loop tick or two, so its metrics are set
+        if scene == "incident":
+            _wait_for(snapshot_saved, 90, "the playbook to save its snapshot")
+        else:
+            time.sleep(3)  # a few loop ticks
         health_status, _ = _http_get(f"http://127.0.0.1:{health_port}/healthz")
         _, metrics_text = _http_get(f"http://127.0.0.1:{metrics_port}/metrics")
 
@@ -110,6 +133,8 @@ def run_operator(apiserver, args: list[str], workdir: Path, settle_seconds: floa
                 operator.kill()
         records = handle.request_log.records()
         handle.stop()
+        if prometheus is not None:
+            prometheus.shutdown()
     own = [r for r in records if (r.verb, r.api_group, r.resource, r.subresource) == HARNESS_DELETE]
     return OperatorRun(
         calls=[call_from_record(r) for r in records if r not in own],

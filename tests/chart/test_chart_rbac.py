@@ -31,7 +31,7 @@ OPERATOR_NEEDS = [
     ("networking.istio.io", "virtualservices", ["get", "create", "update", "patch", "delete"], "routers/istio.py"),
     ("", "events", ["create"], "events.py and kopf"),
     ("", "configmaps", ["get", "create"], "spec.forecast.modelRef; snapshot.py"),
-    ("", "pods", ["get", "list", "watch"], "admin_client.py: ready pods of a pool"),
+    ("", "pods", ["list"], "forecast_loop/pods.py: ready pods of a pool, for admin calls"),
     ("", "secrets", ["get"], "admin token, by name"),
 ]
 CLUSTER_NEEDS = [
@@ -93,6 +93,7 @@ NEVER = [
     ApiCall("watch", "", "secrets", namespace="ml"),
     ApiCall("get", "", "secrets", namespace="ml", name="db-password"),
     ApiCall("create", "", "pods", namespace="ml"),
+    ApiCall("watch", "", "pods", namespace="ml"),
     ApiCall("delete", "", "pods", namespace="ml", name="chat-a-1"),
     ApiCall("create", "", "pods", "exec", "ml", "chat-a-1"),
     ApiCall("delete", "forescale.io", "inferencedeployments", namespace="ml", name="chat"),

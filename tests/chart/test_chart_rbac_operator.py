@@ -2,13 +2,14 @@
 
 The real operator (`forescale operator`, kopf over HTTP) runs against the
 emulated API server (forescale_devcluster), creates and converges the
-children of crds/examples/minimal.yaml, then handles its deletion.
-- Every request it made (the server's request log) must be allowed by the
-  rendered Role/ClusterRole, in cluster mode (-A) and namespaced mode (-n).
-- The Deployment's liveness probe path and metrics port must answer.
-
-What this run cannot reach (an incident: snapshots, admin calls, pods,
-secrets) is covered by the declared needs in test_chart_rbac.py.
+children of crds/examples/minimal.yaml, then handles its deletion:
+- in cluster mode (-A) through an incident (a stand-in Prometheus reports p99
+  900 ms against the 200 ms SLO): traffic shift, admin calls with the token
+  Secret, pods read, snapshot ConfigMap;
+- in namespaced mode (-n) with Prometheus down.
+Every request it made (the server's request log) must be allowed by the
+rendered Role/ClusterRole; the Deployment's liveness probe path and metrics
+port must answer with the series the dashboard and alerts read.
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from __future__ import annotations
 import pytest
 
 from chart_tools import NAMESPACE, render
-from chart_metric_names import OPERATOR_METRICS
 from chart_operator_run import ADMIN_SECRET, run_operator
 from rbac_rules import denied_calls, load_grants
 
 apiserver = pytest.importorskip("forescale_devcluster.apiserver", reason="the emulated API server is not installed")
 
-MODES = {"cluster": (["-A"], {}), "namespaced": (["-n", "default"], {"operator.namespaces": "{default}"})}
+#: mode -> (operator arguments, chart values, scene)
+MODES = {
+    "cluster": (["-A"], {}, "incident"),
+    "namespaced": (["-n", "default"], {"operator.namespaces": "{default}"}, "prometheus-down"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +36,8 @@ def runs(tmp_path_factory):
 
     def get(mode: str):
         if mode not in cache:
-            cache[mode] = run_operator(apiserver, MODES[mode][0], tmp_path_factory.mktemp(mode))
+            args, _, scene = MODES[mode]
+            cache[mode] = run_operator(apiserver, args, tmp_path_factory.mktemp(mode), scene)
         return cache[mode]
 
     return get
@@ -47,35 +52,66 @@ def test_every_call_the_operator_makes_is_allowed(runs, mode):
     # The run must have done real work, or an empty log would pass.
     assert {("apps", "deployments", "create"), ("forescale.io", "inferencedeployments/status", "patch"),
             ("forescale.io", "inferencedeployments", "watch")} <= used
+    if MODES[mode][2] == "incident":
+        assert {("", "configmaps", "create"), ("", "secrets", "get"), ("", "pods", "list"),
+                ("gateway.networking.k8s.io", "httproutes", "patch")} <= used, "the playbook did not run"
     manifests = render(set_values={"operator.adminTokenSecret.name": ADMIN_SECRET, **MODES[mode][1]})
     denied = denied_calls(load_grants(manifests, "forescale", NAMESPACE), run.calls)
     assert denied == [], f"the chart's RBAC would deny these calls of the operator: {denied}"
 
 
-@pytest.mark.timeout(240)
-def test_liveness_probe_answers(runs):
-    """The chart probes GET /healthz on FORESCALE_HEALTH_PORT."""
-    assert runs("cluster").health_status == 200
-
-
-#: What the operator exports for a resource even when it can read no metrics (this run's
-#: Prometheus is down): the phase and pools panels, and the series ForescaleMetricsUnavailable fires on.
-WITHOUT_PROMETHEUS = {
-    "forescale_operator_phase",
-    "forescale_operator_metrics_available",
-    "forescale_operator_desired_replicas",
-    "forescale_operator_ready_replicas",
-    "forescale_operator_weight_percent",
+#: Series the dashboard's per-resource panels and the alerts read, which the operator must
+#: export in each scene.
+SERVED = {
+    "incident": {
+        "forescale_operator_phase", "forescale_operator_metrics_available", "forescale_operator_desired_replicas",
+        "forescale_operator_ready_replicas", "forescale_operator_weight_percent", "forescale_operator_observed_latency_ms",
+        "forescale_operator_observed_rate_rps", "forescale_operator_slo_target_ms", "forescale_operator_cutback_step",
+        "forescale_operator_decision_duration_seconds_count",
+    },
+    # Metrics unavailable: the phase and pools panels, and the series ForescaleMetricsUnavailable fires on.
+    "prometheus-down": {
+        "forescale_operator_phase", "forescale_operator_metrics_available", "forescale_operator_desired_replicas",
+        "forescale_operator_ready_replicas", "forescale_operator_weight_percent",
+    },
 }
 
 
+def _samples(text: str) -> dict[str, float]:
+    """`name{labels}` -> value for the sample lines of an exposition."""
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.rpartition(" ")
+            out[key] = float(value)
+    return out
+
+
 @pytest.mark.timeout(240)
-def test_metrics_port_serves_what_the_dashboard_and_alerts_read(runs):
+@pytest.mark.parametrize("mode", MODES)
+def test_liveness_probe_answers(runs, mode):
+    """The chart probes GET /healthz on FORESCALE_HEALTH_PORT."""
+    assert runs(mode).health_status == 200
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("mode", MODES)
+def test_metrics_port_serves_what_the_dashboard_and_alerts_read(runs, mode):
     """The metrics Service targets FORESCALE_METRICS_PORT; the dashboard and alerts need these series there."""
-    text = runs("cluster").metrics_text
-    assert "forescale_operator_decision_duration_seconds_count" in text, "OperatorMetrics is not on FORESCALE_METRICS_PORT"
-    served = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
-    assert sorted(WITHOUT_PROMETHEUS - served) == []
-    unavailable = [line for line in text.splitlines()
-                   if line.startswith("forescale_operator_metrics_available{") and 'name="chat"' in line]
-    assert unavailable and float(unavailable[0].rsplit(" ", 1)[1]) == 0.0, "ForescaleMetricsUnavailable could not fire"
+    samples = _samples(runs(mode).metrics_text)
+    served = {key.split("{")[0] for key in samples}
+    assert sorted(SERVED[MODES[mode][2]] - served) == []
+
+    def value(metric: str, **labels: str) -> float | None:
+        for key, v in samples.items():
+            if key.startswith(metric + "{") and all(f'{k}="{val}"' in key for k, val in labels.items()):
+                return v
+        return None
+
+    resource = {"namespace": "default", "name": "chat"}
+    if MODES[mode][2] == "incident":
+        assert value("forescale_operator_phase", phase="Emergency", **resource) == 1.0  # ForescaleEmergencyTooLong's series
+        assert value("forescale_operator_observed_latency_ms", **resource) == pytest.approx(900.0)
+        assert value("forescale_operator_metrics_available", **resource) == 1.0
+    else:
+        assert value("forescale_operator_metrics_available", **resource) == 0.0  # ForescaleMetricsUnavailable's series
