@@ -1,0 +1,52 @@
+"""`forescale demo`: the whole loop on this machine; see forescale_devcluster.demo."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, help="Run the whole Forescale loop on this machine (emulated cluster, real operator and Prometheus).")
+
+
+@app.command()
+def demo(
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON summary on stdout (DESIGN.md §6)."),
+    no_incident: bool = typer.Option(False, "--no-incident", help="The control run: no incident is injected."),
+    seed: int = typer.Option(0, help="Seeds the incident time and the arrivals."),
+    duration: float = typer.Option(360.0, help="Seconds of load (the built-in pattern is stretched to it)."),
+    mean_rate: float = typer.Option(20.0, help="Mean offered requests per second."),
+    trace: Optional[str] = typer.Option(None, help="Replay this arrival trace (Azure CSV, Mooncake JSONL, rates CSV) instead of the built-in pattern."),
+    plot: str = typer.Option("forescale-demo.png", help="Write the PNG timeline here ('' for none)."),
+    workdir: Optional[str] = typer.Option(None, help="Keep logs and files here instead of a temporary folder."),
+) -> None:
+    """Start the emulated cluster, the operator and Prometheus, replay load, inject an incident, and report."""
+    from forescale_devcluster.demo import run_demo
+    from forescale_devcluster.demo_report import plot as draw, summary, table_lines
+    from forescale_devcluster.demo_scenario import DemoSettings
+    from forescale_devcluster.demo_stack import StackError, prometheus_available
+
+    if not prometheus_available():
+        typer.echo("forescale demo: Prometheus is not installed; run `make demo` (it installs it) or `apt-get install -y prometheus`", err=True)
+        raise typer.Exit(2)
+    if duration < 60 or mean_rate <= 0:
+        typer.echo("forescale demo: --duration must be >= 60 s and --mean-rate > 0", err=True)
+        raise typer.Exit(2)
+    settings = DemoSettings(duration_seconds=duration, mean_rate=mean_rate, trace=trace, seed=seed, incident=not no_incident)
+    try:
+        run = run_demo(settings, live=True, workdir=workdir)
+    except (StackError, ValueError, OSError) as exc:
+        typer.echo(f"forescale demo: {exc}", err=True)
+        raise typer.Exit(1)
+    result = summary(run)
+    if plot:
+        draw(run, plot)
+        result["plot"] = plot
+    for line in table_lines(result):
+        typer.echo(line, err=json_out)
+    if plot:
+        typer.echo(f"timeline written to {plot}", err=True)
+    if json_out:
+        sys.stdout.write(json.dumps(result) + "\n")

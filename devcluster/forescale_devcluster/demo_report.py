@@ -1,0 +1,116 @@
+"""The demo's summary (DESIGN.md §6 "Demo"), its table and its PNG timeline.
+
+Violation seconds, episodes and time to recover use the replay's own
+definitions (`forescale_sim.metrics`: 10 s windows by arrival time, failed or
+rejected requests count as over the SLO). GPU-hours count every pod from the
+moment it exists (scheduled), weighted by its pool's costWeight.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from forescale_devcluster.demo import DemoRun
+from forescale_sim.metrics import WINDOW_SECONDS, summarize as slo_summary
+
+#: pool b's costWeight in the demo's resource (demo_scenario.demo_resource)
+COST_WEIGHT = {"a": 1.0, "b": 0.6}
+
+
+def summary(run: DemoRun) -> dict[str, Any]:
+    s = run.settings
+    records = run.records
+    end = max((r.scheduled_s for r in records), default=0.0)
+    n = int(math.ceil((end + 1e-9) / WINDOW_SECONDS)) if records else 0
+    requests, over = np.zeros(n), np.zeros(n)
+    slo_s = s.slo_ms / 1000.0
+    for r in records:
+        i = min(n - 1, int(r.scheduled_s // WINDOW_SECONDS))
+        requests[i] += 1
+        if r.latency_s is None or (r.status or 0) >= 400 or r.latency_s > slo_s:
+            over[i] += 1
+    slo = slo_summary(requests, over, 0.99)
+    gpu_seconds = 0.0
+    for prev, cur in zip(run.samples, run.samples[1:]):
+        dt = cur.t - prev.t
+        gpu_seconds += dt * sum(prev.pods[p] * COST_WEIGHT[p] for p in ("a", "b"))
+    reasons = [reason for _, reason, _ in run.events]
+    return {
+        "duration_seconds": round(s.duration_seconds, 1),
+        "slo_ms": s.slo_ms,
+        "requests": slo.requests,
+        "requests_over_slo_fraction": round(slo.over_fraction, 4),
+        "errors": sum(1 for r in records if r.latency_s is None or (r.status or 0) >= 400),
+        "violation_seconds": slo.violation_seconds,
+        "episodes": slo.episodes,
+        "mttr_seconds": slo.mttr_seconds,
+        "gpu_hours": round(gpu_seconds / 3600.0, 4),
+        "scaling_actions": sum(1 for r in reasons if r in ("ScaledUp", "ScaledDown")),
+        "weight_changes": sum(1 for r in reasons if r in ("TrafficShifted", "CutbackStep", "CutbackAborted")),
+        "events": reasons,
+        "final_weights": run.final_weights,
+        "final_phase": run.final_phase,
+        "incident": run.incident,
+        "seed": s.seed,
+    }
+
+
+def table_lines(result: dict[str, Any]) -> list[str]:
+    inc = result["incident"]
+    incident = "none (control run)" if inc is None else f"pool a x{inc['factor']:g} at {inc['start']:.0f} s for {inc['seconds']:.0f} s"
+    rows = [
+        ("incident", incident),
+        ("requests", f"{result['requests']} ({result['errors']} failed or rejected)"),
+        ("requests over the SLO", f"{100 * result['requests_over_slo_fraction']:.2f}% (p99 SLO {result['slo_ms']:g} ms)"),
+        ("seconds over the SLO", f"{result['violation_seconds']:.0f} s in {result['episodes']} episode(s)"),
+        ("time to recover", f"{result['mttr_seconds']:.0f} s (mean)"),
+        ("GPU-hours", f"{result['gpu_hours']:.4f} (b weighted x{COST_WEIGHT['b']:g})"),
+        ("actions", f"{result['scaling_actions']} scaling, {result['weight_changes']} weight changes"),
+        ("final weights", f"{result['final_weights']['a']}/{result['final_weights']['b']} ({result['final_phase']})"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return [f"{k.ljust(width)}  {v}" for k, v in rows]
+
+
+def plot(run: DemoRun, path: str) -> None:
+    """Four panels over time: rate, p99 against the SLO and the forecast, replicas, weights."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = [s.t for s in run.samples]
+    fig, axes = plt.subplots(4, 1, figsize=(10, 10), sharex=True)
+    axes[0].plot(t, [s.offered for s in run.samples], label="offered req/s")
+    axes[0].set_ylabel("req/s")
+    p99 = [min(s.p99_ms, 5000) if s.p99_ms is not None else np.nan for s in run.samples]
+    axes[1].plot(t, p99, label="observed p99 (10 s)")
+    axes[1].plot(t, [s.forecast_p99_ms if s.forecast_p99_ms is not None else np.nan for s in run.samples],
+                 linestyle="--", label="forecast peak p99 (upper band)")
+    axes[1].axhline(run.settings.slo_ms, color="red", linewidth=1, label="SLO")
+    axes[1].set_ylabel("ms")
+    axes[1].set_yscale("log")
+    for pool, color in (("a", "tab:blue"), ("b", "tab:orange")):
+        axes[2].step(t, [s.ready[pool] for s in run.samples], where="post", color=color, label=f"{pool} ready")
+        axes[2].step(t, [s.desired[pool] for s in run.samples], where="post", color=color, linestyle=":", label=f"{pool} desired")
+    axes[2].set_ylabel("pods")
+    axes[3].step(t, [s.weights["b"] for s in run.samples], where="post", label="weight to b %")
+    axes[3].set_ylabel("% to b")
+    axes[3].set_xlabel("seconds")
+    if run.incident:
+        for ax in axes:
+            ax.axvspan(run.incident["start"], run.incident["start"] + run.incident["seconds"], color="red", alpha=0.08)
+    for at, reason, _ in run.events:
+        if reason in ("EmergencyStarted", "Recovered", "CutbackCompleted"):
+            axes[3].axvline(at, color="grey", linewidth=0.8)
+            axes[3].annotate(reason, (at, 5), rotation=90, fontsize=7)
+    for ax in axes:
+        ax.legend(loc="upper left", fontsize=7)
+        ax.grid(alpha=0.3)
+    fig.suptitle("forescale demo: incident handled end to end" if run.incident else "forescale demo: control run (no incident)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
