@@ -78,6 +78,8 @@ class ForescalePolicy:
         self.forecast_models: Counter[str] = Counter()
         self.reasons: list[str] = []
         self.degraded_reasons: list[str] = []
+        #: (replay second, phase) at every phase change
+        self.phase_changes: list[tuple[float, str]] = []
         self.last_decision = None
 
     def start(self, view: View) -> Command:
@@ -134,6 +136,8 @@ class ForescalePolicy:
         self.state = decision.state
         self.last_decision = decision
         self.phases[decision.phase.value] += int(self.interval_seconds)
+        if not self.phase_changes or self.phase_changes[-1][1] != decision.phase.value:
+            self.phase_changes.append((view.now, decision.phase.value))
         self.events += [e.reason.value for e in decision.events]
         for reason in decision.reasons:
             if reason not in self.reasons[-20:]:
@@ -153,6 +157,7 @@ class ForescalePolicy:
             "events": dict(Counter(self.events)),
             "forecast_models": dict(self.forecast_models),
             "degraded": self.phases.get("Degraded", 0) > 0,
+            "phase_changes": [[t, phase] for t, phase in self.phase_changes],
             "reasons": self.reasons[-5:],
             "degraded_reasons": self.degraded_reasons,
             "capacity_rps": ({k: round(v, 3) for k, v in self.last_decision.capacity_rps.items()}
