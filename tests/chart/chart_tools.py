@@ -6,6 +6,8 @@ for promtool); tests skip with a message naming the missing one.
 
 from __future__ import annotations
 
+import copy
+import functools
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -68,11 +70,21 @@ def helm_template(
     chart: Path = CHART,
     show_only: str | None = None,
 ) -> Run:
-    """`helm template` of the chart as release `forescale` in namespace `forescale`."""
-    args = [helm_path(), "template", RELEASE, str(chart), "--namespace", NAMESPACE]
+    """`helm template` of the chart as release `forescale` in namespace `forescale`.
+
+    Identical calls are answered from a cache: the chart does not change during a test run,
+    and helm takes about half a second a call on a busy machine.
+    """
+    return _helm_template(tuple(str(p) for p in values_files), tuple(sorted((set_values or {}).items())), str(chart), show_only)
+
+
+@functools.lru_cache(maxsize=256)
+def _helm_template(values_files: tuple[str, ...], set_values: tuple[tuple[str, str], ...], chart: str,
+                   show_only: str | None) -> Run:
+    args = [helm_path(), "template", RELEASE, chart, "--namespace", NAMESPACE]
     for path in values_files:
-        args += ["--values", str(path)]
-    for key, value in (set_values or {}).items():
+        args += ["--values", path]
+    for key, value in set_values:
         args += ["--set", f"{key}={value}"]
     if show_only:
         args += ["--show-only", show_only]
@@ -83,7 +95,12 @@ def render(values_files: list[Path] = (), set_values: dict[str, str] | None = No
     """The rendered manifests as dicts; fails the test with helm's message if rendering fails."""
     result = helm_template(values_files, set_values)
     assert result.returncode == 0, f"helm template failed:\n{result.stderr}"
-    return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    return copy.deepcopy(_parse(result.stdout))
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(text: str) -> list[dict]:
+    return [doc for doc in yaml.safe_load_all(text) if doc]
 
 
 def of_kind(manifests: list[dict], kind: str) -> list[dict]:
