@@ -375,10 +375,16 @@ class EmulatedApiServer(kmock.KubernetesEmulator):
                     and by_labels(obj["metadata"].get("labels") or {}) and by_fields(obj))
 
         timeout = float(params.get("timeoutSeconds") or 1800)
+        as_table = wants_table(raw.headers.get("Accept"))
         response = aiohttp.web.StreamResponse(headers={"Content-Type": "application/json"})
         await response.prepare(raw)
         try:
             async for event in self._events(res, wanted, params.get("resourceVersion") or "", timeout):
+                if as_table and event["type"] != "ERROR":
+                    # `kubectl get -w` watches in Table form: each event carries a one-row Table.
+                    obj = event["object"]
+                    event = {"type": event["type"],
+                             "object": render_table(res, [obj], obj["metadata"].get("resourceVersion", ""))}
                 await response.write(json.dumps(event).encode() + b"\n")
             await response.write_eof()
         except (ConnectionResetError, ConnectionError, asyncio.CancelledError):
@@ -471,7 +477,7 @@ class EmulatedApiServer(kmock.KubernetesEmulator):
 def make_apiserver(crds: list[Mapping[str, Any]] = (), *, serve_routes: bool = True,
                    ready_deployments: bool = False, request_log: RequestLog | None = None) -> EmulatedApiServer:
     """A server with the built-in kinds, the route kinds (unless told not to) and the given CRDs served."""
-    server = EmulatedApiServer(ready_deployments=ready_deployments, request_log=request_log or RequestLog())
+    server = EmulatedApiServer(ready_deployments=ready_deployments, request_log=request_log if request_log is not None else RequestLog())
     server.registry.add(builtin_resources())
     routes = route_resources()
     for route in routes:

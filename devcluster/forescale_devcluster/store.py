@@ -69,9 +69,11 @@ def prepare_create(res: ServedResource, namespace: str | None, body: Any, rv: in
     obj["metadata"] = meta
     obj.setdefault("apiVersion", res.api_version)
     obj.setdefault("kind", res.kind)
-    if res.kind == "Service" and isinstance(obj.get("spec"), dict) and obj["spec"].get("type", "ClusterIP") == "ClusterIP":
-        # A stand-in address from the default service CIDR; nothing routes to it.
-        obj["spec"].setdefault("clusterIP", f"10.96.{rv // 250 % 250}.{rv % 250 + 1}")
+    if res.kind == "Service" and isinstance(obj.get("spec"), dict):
+        obj["spec"].setdefault("type", "ClusterIP")
+        if obj["spec"]["type"] == "ClusterIP":
+            # A stand-in address from the default service CIDR; nothing routes to it.
+            obj["spec"].setdefault("clusterIP", f"10.96.{rv // 250 % 250}.{rv % 250 + 1}")
     if res.has_status and res.kind not in ("CustomResourceDefinition",):
         obj.pop("status", None)
     return obj

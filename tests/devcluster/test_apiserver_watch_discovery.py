@@ -145,3 +145,37 @@ def test_cli_rejects_a_missing_crd_folder(tmp_path):
     result = subprocess.run([sys.executable, "-m", "forescale_devcluster.apiserver", "--crds", str(tmp_path / "nope")],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and "does not exist" in result.stderr
+
+
+def test_watch_in_table_form_for_kubectl_get_w(apiserver, http):
+    http.post(SERVICES, json=service("one"))
+    events: list = []
+    with httpx.stream("GET", apiserver.url + SERVICES, params={"watch": "true", "timeoutSeconds": "1"},
+                      headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}, timeout=10) as response:
+        for line in response.iter_lines():
+            if line.strip():
+                events.append(json.loads(line))
+    assert events[0]["type"] == "ADDED" and events[0]["object"]["kind"] == "Table"
+    assert events[0]["object"]["rows"][0]["cells"][:3] == ["one", "ClusterIP", events[0]["object"]["rows"][0]["cells"][2]]
+
+
+def test_cli_serves_until_terminated_and_writes_a_kubeconfig(tmp_path, crds_dir):
+    import time
+
+    kubeconfig, log = tmp_path / "kubeconfig", tmp_path / "requests.jsonl"
+    process = subprocess.Popen([sys.executable, "-m", "forescale_devcluster.apiserver", "--crds", str(crds_dir),
+                                "--kubeconfig", str(kubeconfig), "--request-log", str(log)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        assert "serving the emulated Kubernetes API at http://127.0.0.1:" in line
+        url = line.split(" at ")[1].split(";")[0]
+        assert yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"] == url
+        assert httpx.get(url + "/apis/forescale.io/v1alpha1/inferencedeployments", timeout=5).status_code == 200
+        deadline = time.monotonic() + 5
+        while not log.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert RequestLog.read(log)[-1].resource == "inferencedeployments"
+    finally:
+        process.terminate()
+        assert process.wait(10) == 0

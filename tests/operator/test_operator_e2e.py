@@ -86,6 +86,12 @@ def test_examples_yield_children_status_events_and_printer_columns(cluster, star
     assert cells[0] == "chat" and cells[1] in ("Stable", "Degraded") and cells[2:6] == ["2/2", "1/1", "0", "200"]
     by_category = kubectl(cluster, "get", "forescale")
     assert by_category.returncode == 0 and "chat-full" in by_category.stdout
+    # The liveness endpoint (FORESCALE_HEALTH_PORT) and the operator's metrics (FORESCALE_METRICS_PORT) answer.
+    import httpx
+    assert httpx.get(f"http://127.0.0.1:{operator.env['FORESCALE_HEALTH_PORT']}/healthz", timeout=5).status_code == 200
+    metrics = httpx.get(f"http://127.0.0.1:{operator.env['FORESCALE_METRICS_PORT']}/metrics", timeout=5).text
+    ok_line = next(line for line in metrics.splitlines() if line.startswith('forescale_operator_reconciles_total{result="ok"}'))
+    assert float(ok_line.split()[-1]) >= 2  # one per example at least
 
 
 def test_updates_converge_and_delete_leaves_nothing(cluster, start_operator, example):
