@@ -21,7 +21,7 @@ def on_step(history: History, step_seconds: float) -> History:
     if not np.isfinite(times).all():
         raise SeriesError("the history has non-finite timestamps")
     diffs = np.diff(times)
-    if (diffs <= 0).any():
+    if len(diffs) and diffs.min() <= 0:
         i = int(np.flatnonzero(diffs <= 0)[0])
         kind = "repeated" if diffs[i] == 0 else "out of order"
         raise SeriesError(f"the history's timestamps are {kind} at sample {i + 1}; they must be strictly increasing")
@@ -30,14 +30,23 @@ def on_step(history: History, step_seconds: float) -> History:
     return resample_history(history, step_seconds)
 
 
-def feature_matrix(history: History, names: tuple[str, ...]) -> np.ndarray:
-    """Values [T, F] of `names` with short gaps filled; a missing feature is all NaN."""
-    cols = []
-    for name in names:
+def feature_matrix(history: History, names: tuple[str, ...], last: int | None = None) -> np.ndarray:
+    """Values [T, F] of `names` with short gaps filled; a missing feature is all NaN.
+
+    With `last`, only the final `last` rows are returned (gaps are still
+    filled from the samples just before them).
+    """
+    n = len(history)
+    lo = 0 if last is None else max(0, n - last - 2 * DEFAULT_MAX_GAP_STEPS)
+    out = np.empty((n - lo, len(names)))
+    for f, name in enumerate(names):
         raw = history.features.get(name)
-        col = np.full(len(history), np.nan) if raw is None else fill_gaps(np.asarray(raw, float), DEFAULT_MAX_GAP_STEPS)
-        cols.append(col)
-    return np.stack(cols, axis=1) if cols else np.empty((len(history), 0))
+        if raw is None:
+            out[:, f] = np.nan
+            continue
+        col = np.asarray(raw, dtype=np.float64)[lo:]
+        out[:, f] = col if np.isfinite(col).all() else fill_gaps(col, DEFAULT_MAX_GAP_STEPS)
+    return out if last is None else out[-last:]
 
 
 def window_problem(values: np.ndarray, names: tuple[str, ...], lookback: int, step_seconds: float) -> str | None:
@@ -49,6 +58,8 @@ def window_problem(values: np.ndarray, names: tuple[str, ...], lookback: int, st
             f"the model needs {lookback} ({lookback * step_seconds:g} s)"
         )
     window = values[-lookback:]
+    if np.isfinite(window).all():
+        return None
     for f, name in enumerate(names):
         col = window[:, f]
         if not np.isfinite(col).any():

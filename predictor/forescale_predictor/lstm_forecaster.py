@@ -68,7 +68,7 @@ class LSTMForecaster:
         lookback = self.config.lookback
         for i, raw in enumerate(histories):
             history = on_step(raw, self.step_seconds)
-            values = feature_matrix(history, self.config.features)
+            values = feature_matrix(history, self.config.features, last=lookback)
             problem = window_problem(values, self.config.features, lookback, self.step_seconds)
             if problem is not None:
                 results[i] = self.fallback.forecast(history, reason=problem)
@@ -78,7 +78,8 @@ class LSTMForecaster:
             slots.append(i)
         if windows:
             batch = np.stack(windows)
-            pred = self.model.predict_windows(batch, np.asarray(times))  # [N, Q, H, T]
+            # latency and rate are never negative
+            pred = np.maximum(self.model.predict_windows(batch, np.asarray(times)), 0.0)  # [N, Q, H, T]
             for row, slot in enumerate(slots):
                 results[slot] = self._to_forecast(pred[row], times[row])
         return [r for r in results if r is not None]
@@ -89,7 +90,7 @@ class LSTMForecaster:
         for name in TARGET_NAMES:
             if name in self.config.targets:
                 t = self.config.targets.index(name)
-                targets[name] = {qq: np.maximum(pred[i, :, t], 0.0) for i, qq in enumerate(q)}
+                targets[name] = {qq: pred[i, :, t] for i, qq in enumerate(q)}
             else:
                 targets[name] = {qq: np.full(self.config.horizon, np.nan) for qq in q}
         return Forecast(
