@@ -17,7 +17,7 @@ import math
 import sys
 import time
 
-from bench.predictor_common import dev_series, traces_dir
+from bench._predictor_common import dev_series, traces_dir
 
 
 def main(argv: list[str] | None = None) -> int:

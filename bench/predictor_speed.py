@@ -70,7 +70,7 @@ def main() -> int:
     one_by_one = (time.perf_counter() - t0) * 1000 * 10
     print(f"1,000 series in one batch: {batch_ms:.1f} ms (goal < 100 ms); one by one ~{one_by_one:.0f} ms; ratio {one_by_one / batch_ms:.1f}x")
 
-    from bench.predictor_common import traces_dir
+    from bench._predictor_common import traces_dir
     from forescale_predictor.backtest import default_lstm_config
     from forescale_predictor.series_input import read_series
     from forescale_predictor.training import Segment, TrainOptions, train
