@@ -1,5 +1,6 @@
-"""The metric names the dashboard and alerts may use: the operator's (fixed by the
-operator's metrics exporter) and the model server's (DESIGN.md §4)."""
+"""The metric names the dashboard and alerts may use: the operator's
+(forescale_operator.telemetry and forescale_operator.operator_metrics) and the
+model server's (DESIGN.md §4)."""
 
 import re
 
@@ -22,6 +23,9 @@ OPERATOR_METRICS = {
     "forescale_operator_metrics_available",
     "forescale_operator_cutback_step",
     "forescale_operator_phase_since_seconds",
+    # forescale_operator.operator_metrics: the loop's and handlers' counters
+    "forescale_operator_ticks_total",
+    "forescale_operator_reconciles_total",
 }
 SERVER_METRICS = {
     "forescale_request_duration_seconds_bucket",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from chart_tools import helm_template, promtool_path, run
@@ -26,6 +26,26 @@ CUMULATIVE = ("_bucket", "_count", "_sum", "_total")
 
 
 def _operator_scene() -> bytes:
+    return _telemetry_scene() + _counters_scene()
+
+
+def _counters_scene() -> bytes:
+    """The loop's and handlers' counters (forescale_operator.operator_metrics).
+
+    They live in prometheus_client's process-wide registry; copies with the same names and
+    labels are filled here, so other tests' counts are left alone.
+    """
+    counters = pytest.importorskip("forescale_operator.operator_metrics")
+    registry = CollectorRegistry()
+    for counter, results in ((counters.TICKS, {"ok": 3, "error": 1}), (counters.RECONCILES, {"ok": 1})):
+        family = counter.describe()[0]
+        copy = Counter(family.name, family.documentation, counter._labelnames, registry=registry)
+        for result, count in results.items():
+            copy.labels(result).inc(count)
+    return generate_latest(registry)
+
+
+def _telemetry_scene() -> bytes:
     m = telemetry.OperatorMetrics()
     steps = 12
     # chat: in Emergency since the start, with a full forecast and pools.
