@@ -86,6 +86,10 @@ def _forecaster_factory(name: str, progress) -> tuple[Callable, str]:
     if name == "lstm":
         try:
             model = load_forecaster(None)
+            import torch  # loaded by the line above
+
+            # One forecast of one series per tick: extra threads only spin on shared cores.
+            torch.set_num_threads(1)
             return (lambda step, horizon: model), f"lstm ({model.source})"
         except ModelFormatError as exc:
             progress(f"warning: {exc}; the forescale policy falls back to the ewm baseline")

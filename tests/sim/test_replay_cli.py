@@ -42,6 +42,12 @@ def test_json_has_every_design_key_for_every_policy(azure_slice: Path, capsys, t
     assert data["policies"]["static"]["scaling_actions"] == 0
     assert "calibration" in err  # progress went to stderr
     assert (tmp_path / "replay.png").stat().st_size > 10_000
+    # the forescale policy runs the real predictor: the packaged LSTM made its forecasts
+    from forescale_predictor import DEFAULT_MODEL_PATH
+
+    models = data["policies"]["forescale"]["forecast_models"]
+    if DEFAULT_MODEL_PATH.is_file():
+        assert data["forecaster"].startswith("lstm") and models.get("lstm", 0) > 0, models
 
 
 def test_table_output(azure_slice: Path, capsys) -> None:
