@@ -157,6 +157,10 @@ class LoadGenerator:
                 if self.in_flight >= self.max_concurrency:
                     self._record(RequestRecord(at, lag, None, None, "", DROPPED))
                     continue
+                # Counted here, not when the task first runs: arrivals that are
+                # already due are scheduled in a burst, before any task starts.
+                self.in_flight += 1
+                self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
                 task = asyncio.create_task(self._one(session, at, lag))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
@@ -167,8 +171,6 @@ class LoadGenerator:
         return self.records
 
     async def _one(self, session: aiohttp.ClientSession, at: float, lag: float) -> None:
-        self.in_flight += 1
-        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         body = {"input": [self.inputs.next()], "model": self.model}
         started = time.monotonic()
         try:

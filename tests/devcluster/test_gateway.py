@@ -79,6 +79,14 @@ async def cluster():
     await api.stop()
 
 
+async def until(check, timeout: float = 10.0) -> None:
+    """Wait for the gateway's next refresh to show a change (no fixed sleeps: the CPUs are shared)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, "the gateway did not pick up the change"
+        await asyncio.sleep(0.05)
+
+
 async def post_many(url: str, n: int, concurrency: int = 16) -> list[tuple[int, dict, dict]]:
     results: list[tuple[int, dict, dict]] = []
     sem = asyncio.Semaphore(concurrency)
@@ -115,12 +123,12 @@ async def test_splits_by_route_weights_and_balances_within_a_pool(cluster):
 async def test_follows_weight_changes_and_pod_readiness(cluster):
     async with Gateway(cluster.url, "ml", "chat", refresh_seconds=0.1) as gw:
         cluster.put(route(0, 100), ROUTE_ROOT, "httproutes")
-        await asyncio.sleep(0.4)
+        await until(lambda: [b.weight for b in gw.backends] == [0, 100])
         results = await post_many(gw.url, 50)
         assert {body["pod"] for _, body, _ in results} == {"chat-b-1"}
         # b's only pod turns not ready: requests for b get a 503 that names the backend.
         cluster.get("api/v1", "pods", "ml", "chat-b-1")["status"]["conditions"][0]["status"] = "False"
-        await asyncio.sleep(0.4)
+        await until(lambda: gw.backends[1].endpoints == [])
         code, body, _ = (await post_many(gw.url, 1))[0]
         assert code == 503
         assert body["error"]["message"] == "no ready pod for backend chat-b (weight 100)"

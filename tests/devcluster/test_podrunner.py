@@ -113,7 +113,7 @@ async def test_scale_down_stops_the_newest_and_deletes_their_pods(api):
 
 async def test_a_removed_pod_drains_before_its_process_stops(api):
     api.put(deployment("chat-a", replicas=2, pool="a"), "apis/apps/v1", "deployments")
-    async with PodRunner(api.url, settings=fast_settings(drain_seconds=1.5), seed=7) as runner:
+    async with PodRunner(api.url, settings=fast_settings(drain_seconds=3.0), seed=7) as runner:
         views = await runner.wait_ready("ml", "chat-a", 2, timeout=20)
         newest = max(views, key=lambda v: v.created)
         pid, url = newest.pid, newest.url
