@@ -157,3 +157,18 @@ def test_spec_file(azure_slice: Path, tmp_path: Path, capsys, content: str, word
         assert data["policies"]["forescale"]["gpu_hours"] >= 5 * 400 / 3600
     else:
         assert code == 2 and words in err and "Traceback" not in err
+
+
+def test_same_seed_same_result(mooncake_slice: Path) -> None:
+    from forescale_sim.session import ReplayOptions, run_replay
+
+    def once(seed: int) -> dict:
+        data = run_replay(ReplayOptions(str(mooncake_slice), "mooncake", policies=["hpa", "kpa", "oracle"], seed=seed,
+                                        progress=lambda _: None)).to_json()
+        for row in data["policies"].values():
+            row.pop("replay_seconds")
+        return data
+
+    first = once(0)
+    assert first == once(0)
+    assert first["incidents"] != once(1)["incidents"]  # the default incident's start is seeded
