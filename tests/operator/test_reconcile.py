@@ -211,3 +211,24 @@ async def test_tick_hands_observations_to_the_decision_seam(cluster, api, exampl
     assert calls[0]["observations"] == {"p99_ms": 120} and calls[0]["forecast"] is None
     assert calls[0]["observation"].a.ready == 2
     assert current(cluster)["status"]["lastDecision"] == "hold: 2 + 1 replicas"
+
+
+@pytest.mark.parametrize("plural, name", [("deployments", "chat-b"), ("httproutes", "chat")])
+async def test_tick_puts_back_a_child_deleted_behind_its_back(cluster, api, example, plural, name):
+    deps, events = deps_for(api)
+    await reconcile(apply(cluster, example()), deps)
+    cluster.call(lambda: cluster.server._delete(cluster.server.registry.find_any(plural), "default", name))
+    await tick(TickContext(current(cluster)), TickDeps(api=api, actuators=Actuators(api), events=events))
+    assert cluster.get(plural, "default", name) is not None
+    if plural == "deployments":
+        assert events.events[-1] == ("Normal", "PoolsCreated",
+                                     "Created chat-b (1 replica, int8), services unchanged, route HTTPRoute chat weights 100/0")
+    else:
+        assert events.events[-1] == ("Normal", "PoolsUpdated", "Updated recreated route HTTPRoute chat weights 100/0")
+
+
+async def test_no_rbac_for_the_other_routers_kind_does_not_block(cluster, api, example):
+    cluster.inject_faults(403, count=5, resource="virtualservices")
+    deps, events = deps_for(api)
+    await reconcile(apply(cluster, example()), deps)
+    assert child_names(cluster)["httproutes"] == ["chat"] and events.reasons == ["PoolsCreated"]

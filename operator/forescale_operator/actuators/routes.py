@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+import logging
 from typing import Any, Mapping
 
 from ..children import Owner
+from ..kube.errors import ApiError
 from ..kube.client import KubeApi
 from ..routers.base import Router
 from ..routers.factory import all_routers
 from ..spec import TrafficSpec
 from ..weights import ALL_ON_A, Weights
+
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -32,11 +37,17 @@ async def ensure_route(api: KubeApi, router: Router, owner: Owner, traffic: Traf
             continue
         # Only look where the cluster serves the kind, and only remove a route this resource owns:
         # a VirtualService of the same name made by someone else is not ours to delete.
-        if not await api.served(other.ref):
-            continue
-        old = await api.get(other.ref, owner.namespace, owner.name)
-        if old is not None and _owned(old, owner) and await other.delete(owner):
-            removed.append(other.describe(owner))
+        try:
+            if not await api.served(other.ref):
+                continue
+            old = await api.get(other.ref, owner.namespace, owner.name)
+            if old is not None and _owned(old, owner) and await other.delete(owner):
+                removed.append(other.describe(owner))
+        except ApiError as exc:
+            if exc.retryable:
+                raise
+            # Cleaning another router's kind is best effort: no RBAC for it must not block this one.
+            logger.warning("cannot clean up %s: %s", other.describe(owner), exc)
     created = await router.ensure(owner, traffic, carry_over or ALL_ON_A)
     weights = await router.get_weights(owner) or carry_over or ALL_ON_A
     return RouteChange(created, tuple(removed), weights)

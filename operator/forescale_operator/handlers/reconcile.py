@@ -84,17 +84,17 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
     router = deps.actuators.router(spec.traffic.router)
     route_text = (f"route {router.describe(owner)} weights {route.weights}" if router.ref is not None
                   else f"no router (Service {owner.name} spans both pools)")
-    if a.created or b.created:
+    created = [f"{c.name} ({_replicas(c.replicas)}, {p.precision})" for c, p in ((a, spec.a), (b, spec.b)) if c.created]
+    if created:
         await deps.events.post(Reason.POOLS_CREATED, (
-            f"Created {a.name} ({_replicas(a.replicas)}, {spec.a.precision}), "
-            f"{b.name} ({_replicas(b.replicas)}, {spec.b.precision}), "
-            f"services {', '.join(services) or 'unchanged'}, {route_text}"))
+            f"Created {', '.join(created)}, services {', '.join(services) or 'unchanged'}, {route_text}"))
     else:
         changed = [c.name + " template" for c in (a, b) if c.template_changed]
         changed += [f"service {name}" for name in services]
         changed += [f"removed {text}" for text in route.removed]
         if route.created:
-            changed.append(f"created {route_text}")
+            # After a router change the route is new; otherwise someone deleted it and it is back.
+            changed.append(f"{'created' if route.removed else 'recreated'} {route_text}")
         if changed:
             await deps.events.post(Reason.POOLS_UPDATED, "Updated " + ", ".join(changed))
     for reason, message in _scaling_events(spec, [a, b]):

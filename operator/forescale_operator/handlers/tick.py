@@ -59,8 +59,11 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
         return f"skipped: {err}"  # reconcile reports it on the next create/update/resume
 
     owner = ctx.owner
-    update = StatusUpdate(ctx.status, ctx.body["metadata"].get("generation"))
     seen = await observing.observe(deps.actuators, owner, spec)
+    if not (seen.a.exists and seen.b.exists and seen.weights is not None):
+        # A child was deleted behind our back (or never made it): put it back within one step.
+        return await reconcile(ctx.body, deps)
+    update = StatusUpdate(ctx.status, ctx.body["metadata"].get("generation"))
     # An incident phase belongs to the decision engine; readiness alone does not end it.
     observing.record(update, spec, seen, set_phase=deps.decide is None)
 
