@@ -100,7 +100,12 @@ class Recorder:
         return float(np.average(lat[ok], weights=w[ok]))
 
     def error_rate(self, pool: str | None, now: float, seconds: float) -> float | None:
-        """Share of requests rejected or failed among those that arrived in the last `seconds`."""
+        """Share of requests rejected or failed among those completed in the last `seconds`
+        (a rejection is seen when its timeout expires, a crash failure at the crash)."""
+        if self.req_arrival.size:
+            mask = self._done_mask(pool, now, seconds)
+            n = int(np.count_nonzero(mask))
+            return float(np.count_nonzero(np.isinf(self.req_latency[mask]))) / n if n else None
         lo, hi = max(0, int(now - seconds)), int(now)
         rows = [POOL_INDEX[pool]] if pool is not None else [0, 1]
         n = self.arrivals[rows, lo:hi].sum()

@@ -16,7 +16,9 @@ def test_latency_is_visible_once_the_first_token_is_out() -> None:
     assert rec.latency_q("a", 20.0, 15.0) == pytest.approx(8000.0)
     assert rec.latency_q("b", 20.0, 15.0) is None
     assert rec.latency_q("b", 30.0, 15.0) == pytest.approx(15000.0)
-    assert rec.error_rate("b", 15.0, 15.0) == 1.0 and rec.error_rate("a", 15.0, 15.0) == 0.0
+    # the rejection is seen when its timeout expires (27 s), not when it arrived
+    assert rec.error_rate("b", 15.0, 15.0) is None and rec.error_rate("b", 30.0, 15.0) == 1.0
+    assert rec.error_rate("a", 15.0, 15.0) == 0.0
     assert rec.queue_depth("a", 12.0) == 1  # request 1 still waits for its first token
     assert rec.rate(None, 15.0, 10.0) == pytest.approx(0.3)
 
