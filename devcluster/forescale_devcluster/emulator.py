@@ -15,7 +15,6 @@ kmock's own DSL, so tests can still add reactions.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import copy
 import json
 from typing import Any, AsyncIterator, Mapping
@@ -24,16 +23,16 @@ import aiohttp.web
 import attrs
 import kmock
 
-from . import crd_validation, store
+from . import store
+from .changelog import ChangeLog
 from .faults import FaultPlan, status_body
+from .object_writes import ObjectWrites
 from .paths import ApiPath, parse_api_path
 from .request_log import RequestLog, RequestRecord
 from .resources import Registry, ServedResource, builtin_resources, from_crd, route_resources
 from .selectors import SelectorError, field_selector, label_selector
 from .tables import render_table, wants_table
 
-#: how many change events are kept for watches that resume from a resourceVersion
-HISTORY_LIMIT = 20_000
 _VERSION = {"major": "1", "minor": "30", "gitVersion": "v1.30.0-forescale-emulated", "platform": "linux/amd64",
             "goVersion": "go1.22", "compiler": "gc", "gitCommit": "emulated", "gitTreeState": "clean",
             "buildDate": "2026-01-01T00:00:00Z"}
@@ -54,7 +53,7 @@ def _json(data: Any, status: int = 200, headers: Mapping[str, str] | None = None
 
 
 @attrs.define(kw_only=True)
-class EmulatedApiServer(kmock.KubernetesEmulator):
+class EmulatedApiServer(ObjectWrites, kmock.KubernetesEmulator):
     """A Kubernetes API stand-in. Build it with `make_apiserver()`; serve it with `apiserver.start_apiserver()`."""
 
     registry: Registry = attrs.field(factory=Registry)
@@ -63,9 +62,7 @@ class EmulatedApiServer(kmock.KubernetesEmulator):
     #: set every Deployment's status to "all replicas ready" (no pod runner)
     ready_deployments: bool = False
     _rv: int = attrs.field(default=1, init=False)
-    _changes: list[tuple[int, tuple[str, str, str], dict[str, Any]]] = attrs.field(factory=list, init=False)
-    _changed: asyncio.Condition | None = attrs.field(default=None, init=False)
-    _drop_epoch: int = attrs.field(default=0, init=False)
+    changes: ChangeLog = attrs.field(factory=ChangeLog, init=False)
     _write_lock: asyncio.Lock | None = attrs.field(default=None, init=False)
 
     # --- entry point ---------------------------------------------------------
@@ -233,132 +230,6 @@ class EmulatedApiServer(kmock.KubernetesEmulator):
                 "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 1)},
                 "status": {"replicas": (obj.get("status") or {}).get("replicas", 0)}}
 
-    # --- writes --------------------------------------------------------------
-
-    def _next_rv(self) -> int:
-        self._rv += 1
-        return self._rv
-
-    async def _record(self, res: ServedResource, event_type: str, obj: Mapping[str, Any]) -> None:
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        async with self._changed:
-            rv = int(obj["metadata"]["resourceVersion"])
-            self._changes.append((rv, res.key, {"type": event_type, "object": copy.deepcopy(dict(obj))}))
-            if len(self._changes) > HISTORY_LIMIT:
-                del self._changes[: HISTORY_LIMIT // 4]
-            self._changed.notify_all()
-
-    def _store(self, res: ServedResource, obj: dict[str, Any]) -> None:
-        key = (self._rkey(res), obj["metadata"].get("namespace"), obj["metadata"]["name"])
-        if key in self.objects:
-            self.objects[key].create(obj)
-            history = self.objects[key].history
-            if len(history) > 8:  # keep memory flat in long demos; tests look at the last few
-                del history[: len(history) - 8]
-        else:
-            self.objects[key] = obj
-
-    async def _create(self, res: ServedResource, namespace: str | None, body: Any) -> dict[str, Any]:
-        obj = store.prepare_create(res, namespace, body, self._rv + 1)
-        if self._find(res, obj["metadata"].get("namespace"), obj["metadata"]["name"]) is not None:
-            raise store.ApiError(409, f'{res.plural} "{obj["metadata"]["name"]}" already exists', "AlreadyExists",
-                                 {"name": obj["metadata"]["name"], "kind": res.plural, "group": res.group})
-        obj = self._admit(res, obj)
-        self._next_rv()
-        if res.kind == "Deployment" and self.ready_deployments:
-            store.emulate_deployment_status(obj)
-        self._store(res, obj)
-        if res.kind == "CustomResourceDefinition":
-            self.registry.add(from_crd(obj))
-        await self._record(res, "ADDED", obj)
-        return obj
-
-    async def _update(self, res: ServedResource, namespace: str | None, name: str | None, subresource: str | None,
-                      body: Any, verb: str, content_type: str) -> dict[str, Any]:
-        old = self._get(res, namespace, name)
-        if verb == "update":
-            if not isinstance(body, Mapping):
-                raise store.ApiError(400, "the request body must be a JSON object", "BadRequest")
-            store.check_version(old, body)
-            candidate = body
-        else:
-            if isinstance(body, Mapping):
-                store.check_version(old, body)
-            candidate = store.patched(old, body, content_type)
-        new = self._admit(res, store.apply_change(res, old, candidate, subresource, self._rv + 1))
-        self._next_rv()
-        if res.kind == "Deployment" and self.ready_deployments and subresource != "status":
-            store.emulate_deployment_status(new)
-        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
-            self._store(res, new)
-            await self._remove(res, new)
-            return new
-        self._store(res, new)
-        await self._record(res, "MODIFIED", new)
-        return new
-
-    def _admit(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
-        """Default and validate a custom resource against its CRD's schema and CEL rules (422 when invalid)."""
-        if res.schema is None:
-            return obj
-        defaulted, errors = crd_validation.validate(obj, res.schema)
-        if errors:
-            name = obj.get("metadata", {}).get("name", "")
-            raise store.ApiError(422, f'{res.kind}.{res.group} "{name}" is invalid: ' + "; ".join(errors), "Invalid",
-                                 {"name": name, "kind": res.kind, "group": res.group,
-                                  "causes": [{"message": e} for e in errors]})
-        return defaulted
-
-    async def _write_scale(self, res: ServedResource, namespace: str | None, name: str | None, body: Any,
-                           content_type: str) -> dict[str, Any]:
-        old = self._get(res, namespace, name)
-        scale = store.patched(self._scale(old), body, content_type) if "patch" in content_type else body
-        replicas = ((scale or {}).get("spec") or {}).get("replicas")
-        if not isinstance(replicas, int) or replicas < 0:
-            raise store.ApiError(422, f"Scale.spec.replicas must be a non-negative integer, got {replicas!r}", "Invalid")
-        candidate = copy.deepcopy(old)
-        candidate.setdefault("spec", {})["replicas"] = replicas
-        new = store.apply_change(res, old, candidate, None, self._next_rv())
-        if self.ready_deployments:
-            store.emulate_deployment_status(new)
-        self._store(res, new)
-        await self._record(res, "MODIFIED", new)
-        return self._scale(new)
-
-    async def _delete(self, res: ServedResource, namespace: str | None, name: str | None) -> dict[str, Any]:
-        old = self._get(res, namespace, name)
-        if old["metadata"].get("finalizers"):
-            if old["metadata"].get("deletionTimestamp"):
-                return old
-            new = copy.deepcopy(old)
-            new["metadata"]["deletionTimestamp"] = store.now_iso()
-            new["metadata"]["resourceVersion"] = str(self._next_rv())
-            self._store(res, new)
-            await self._record(res, "MODIFIED", new)
-            return new
-        await self._remove(res, old)
-        return old
-
-    async def _remove(self, res: ServedResource, obj: dict[str, Any]) -> None:
-        """Remove an object for good, then its dependents (background garbage collection)."""
-        key = (self._rkey(res), obj["metadata"].get("namespace"), obj["metadata"]["name"])
-        gone = copy.deepcopy(obj)
-        gone["metadata"]["resourceVersion"] = str(self._next_rv())
-        self.objects[key].delete()
-        await self._record(res, "DELETED", gone)
-        if res.kind == "CustomResourceDefinition":
-            for served in from_crd(obj):
-                self.registry.kinds.pop(served.key, None)
-        uid = obj["metadata"].get("uid")
-        for other in list(self.registry.kinds.values()):
-            for child in self._live(other):
-                if uid and store.owned_by(child, uid):
-                    try:
-                        await self._delete(other, child["metadata"].get("namespace"), child["metadata"]["name"])
-                    except store.ApiError:
-                        pass  # already gone
-
     # --- watch ---------------------------------------------------------------
 
     async def _watch(self, raw: aiohttp.web.BaseRequest, res: ServedResource, namespace: str | None, name: str | None,
@@ -392,12 +263,8 @@ class EmulatedApiServer(kmock.KubernetesEmulator):
         return response
 
     async def _events(self, res: ServedResource, wanted, since: str, timeout: float) -> AsyncIterator[dict[str, Any]]:
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        epoch = self._drop_epoch
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
         if since in ("", "0"):
+            # No version (or "any"): the current objects as ADDED, then what follows.
             start = self._rv
             for obj in self._live(res):
                 if wanted(obj):
@@ -408,36 +275,15 @@ class EmulatedApiServer(kmock.KubernetesEmulator):
             except ValueError:
                 yield {"type": "ERROR", "object": status_body(400, f"invalid resourceVersion {since!r}", "BadRequest")}
                 return
-            if self._changes and start < self._changes[0][0] - 1:
+            if self.changes.expired(start):
                 yield {"type": "ERROR", "object": status_body(410, f"too old resource version: {start}", "Expired")}
                 return
-        while True:
-            async with self._changed:
-                index = bisect.bisect_right(self._changes, start, key=lambda c: c[0])
-                pending = self._changes[index:]
-                if not pending:
-                    remaining = deadline - loop.time()
-                    if remaining <= 0 or self._drop_epoch != epoch:
-                        return
-                    try:
-                        await asyncio.wait_for(self._changed.wait(), timeout=remaining)
-                    except asyncio.TimeoutError:
-                        return
-                    if self._drop_epoch != epoch:
-                        return
-                    continue
-            for rv, key, event in pending:
-                start = rv
-                if key == res.key and wanted(event["object"]):
-                    yield event
+        async for event in self.changes.follow(res.key, wanted, start, timeout):
+            yield event
 
     async def drop_watches(self) -> None:
         """End every open watch stream now, as a restarting API server or a proxy timeout would."""
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        async with self._changed:
-            self._drop_epoch += 1
-            self._changed.notify_all()
+        await self.changes.drop_watches()
 
     # --- direct access for tests and the demo (no HTTP) -----------------------
 

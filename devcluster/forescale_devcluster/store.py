@@ -14,7 +14,6 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import random
-import string
 import uuid
 from typing import Any, Mapping
 

@@ -19,7 +19,6 @@ from .actuators import Actuators
 from .children import Owner
 from .config import Config
 from .events import KubeEvents
-from .handlers.deps import HandlerDeps
 from .handlers.reconcile import reconcile
 from .handlers.tick import TickContext, TickDeps, tick
 from .kube.errors import ApiError

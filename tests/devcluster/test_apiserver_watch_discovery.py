@@ -71,7 +71,7 @@ def test_dropped_watches_end_their_streams(apiserver, http):
 def test_too_old_resource_version_answers_410_in_the_stream(apiserver, http):
     for i in range(3):
         http.post(SERVICES, json=service(f"s{i}"))
-    apiserver.server._changes[:] = apiserver.server._changes[-1:]  # as if history had been compacted
+    apiserver.server.changes.compact(1)  # as if the server had compacted its history
     events: list = []
     collect_watch(apiserver.url + SERVICES, {"resourceVersion": "1"}, events, 1)
     assert events[0]["type"] == "ERROR" and events[0]["object"]["code"] == 410

@@ -6,13 +6,11 @@ tests never matters. Loop intervals are shortened (stepSeconds 1).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 from operator_harness import OperatorProcess, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
