@@ -157,7 +157,9 @@ def run_policy(trace: RequestTrace | RateTrace, policy: Policy, cfg: ClusterConf
     rec.arrivals[:] = 0.0
     view.now = 0.0
 
-    next_decision = 0.0
+    # The warm start sized the pools; the first decision comes one loop interval later,
+    # when the policy has a full interval of measurements.
+    next_decision = float(policy.interval_seconds)
     req_i = 0
     arrivals = trace.arrivals if isinstance(trace, RequestTrace) else None
     for t in range(ticks):
