@@ -37,8 +37,9 @@ class Config:
     metrics_port: int = 8080
     #: FORESCALE_HEALTH_PORT: port of kopf's liveness endpoint `/healthz`
     health_port: int = 8081
-    #: FORESCALE_PEERING: name of the KopfPeering/ClusterKopfPeering object the replicas share
-    peering: str = "forescale"
+    #: FORESCALE_PEERING: name of the KopfPeering/ClusterKopfPeering object the replicas share;
+    #: set but empty (FORESCALE_PEERING="") runs standalone: one replica, no peering at all
+    peering: str | None = "forescale"
     #: POD_NAME: this replica's name (the Downward API); its hash is the peering priority
     pod_name: str = ""
     #: FORESCALE_PRIORITY: explicit peering priority, overriding the one derived from POD_NAME
@@ -97,8 +98,8 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
             raise ConfigError(f"FORESCALE_ADMIN_TOKEN_SECRET: must be <secret name>/<key>, got {raw_secret!r}")
         secret = (name, key)
 
-    peering = env.get("FORESCALE_PEERING", "forescale").strip() or "forescale"
-    if not _DNS_NAME.match(peering):
+    peering: str | None = env.get("FORESCALE_PEERING", "forescale").strip() or None
+    if peering is not None and not _DNS_NAME.match(peering):
         raise ConfigError(f"FORESCALE_PEERING: {peering!r} is not a valid object name")
 
     priority = None

@@ -94,13 +94,17 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.execution.default_backoff = 5
     settings.background.cancellation_polling = 1
     settings.peering.priority = config.peering_priority
-    settings.peering.name = config.peering
     settings.peering.lifetime = memo.get("peering_lifetime", 60)
-    try:
-        peered = await prepare_peering(memo.api, config.peering, memo.clusterwide, memo.namespaces)
-    except ApiError as exc:
-        logger.warning("Cannot check for the peering CRDs (%s); running standalone.", exc)
+    if config.peering is None:
+        logger.info("FORESCALE_PEERING is empty: running standalone (run one replica only).")
         peered = False
+    else:
+        settings.peering.name = config.peering
+        try:
+            peered = await prepare_peering(memo.api, config.peering, memo.clusterwide, memo.namespaces)
+        except ApiError as exc:
+            logger.warning("Cannot check for the peering CRDs (%s); running standalone.", exc)
+            peered = False
     settings.peering.standalone = not peered
     # With the CRDs present, stay paused until the peers are known: no two replicas ever act at once.
     settings.peering.mandatory = peered

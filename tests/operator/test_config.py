@@ -61,3 +61,9 @@ def test_loop_interval_follows_the_spec_with_a_floor(spec, expected):
     from forescale_operator.registration import _step_seconds
 
     assert _step_seconds({"spec": spec}, load_config({})) == expected
+
+
+def test_empty_peering_means_standalone():
+    assert load_config({"FORESCALE_PEERING": ""}).peering is None
+    assert load_config({"FORESCALE_PEERING": "  "}).peering is None
+    assert load_config({}).peering == "forescale"
