@@ -151,6 +151,9 @@ def test_two_replicas_only_the_leader_acts_and_the_other_takes_over(cluster, sta
     ours = {r.user_agent for r in cluster.request_log
             if r.verb in ("create", "update", "patch", "delete") and r.user_agent.startswith("forescale-operator/")}
     assert ours == {"forescale-operator/op-0"}
+    # The standby read nothing but the peering object either: no handler, no loop ran there.
+    standby_reads = {(r.verb, r.resource) for r in cluster.request_log if r.user_agent == "forescale-operator/op-1"}
+    assert standby_reads <= {("get", "clusterkopfpeerings")}, standby_reads
 
     leader.stop()
     standby.wait_for_log("Resuming operations after the pause")
@@ -231,3 +234,14 @@ def test_bad_start_up_exits_with_a_clear_message(tmp_path, args, env, message):
     result = subprocess.run([str(forescale), "operator", *args], env=full_env, capture_output=True, text=True, timeout=60)
     assert result.returncode != 0 and message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_namespaced_operator_leaves_other_namespaces_alone(cluster, start_operator, example):
+    operator = start_operator(args=("-n", "ml"))
+    cluster.put(fast(example(), namespace="ml"))
+    cluster.put(fast(example(), namespace="default"))
+    wait_until(lambda: converged(cluster, "chat", "ml"), 20, "ml/chat converged", operator)
+    peering = cluster.get("kopfpeerings", "ml", "forescale")
+    assert peering is not None  # namespaced operators peer in a KopfPeering per namespace
+    assert children(cluster, "chat", "default")["deployments"] == []
+    assert status(cluster, "chat", "default") == {}
