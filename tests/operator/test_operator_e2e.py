@@ -67,7 +67,7 @@ def test_examples_yield_children_status_events_and_printer_columns(cluster, star
     applied = kubectl(cluster, "apply", "--validate=false", "-f", str(ROOT / "crds" / "examples"))
     assert applied.returncode == 0, applied.stderr
     for name in ("chat", "chat-full"):
-        wait_until(lambda: converged(cluster, name), 20, f"{name} converged", operator)
+        wait_until(lambda: converged(cluster, name), 30, f"{name} converged", operator)
         assert children(cluster, name) == {"deployments": [f"{name}-a", f"{name}-b"],
                                            "services": sorted([name, f"{name}-a", f"{name}-b"]),
                                            "httproutes": [name], "virtualservices": []}
@@ -95,41 +95,41 @@ def test_examples_yield_children_status_events_and_printer_columns(cluster, star
 def test_updates_converge_and_delete_leaves_nothing(cluster, start_operator, example):
     operator = start_operator()
     cluster.put(fast(example()))
-    wait_until(lambda: converged(cluster, "chat"), 20, "Stable", operator)
+    wait_until(lambda: converged(cluster, "chat"), 30, "Stable", operator)
 
     body = cluster.get("inferencedeployments", "default", "chat")
     body["spec"]["pools"]["a"]["minReplicas"] = 3
     body["spec"]["pools"]["b"]["template"]["spec"]["containers"][0]["image"] = "ghcr.io/forescale/model-server:0.2.0"
     body["spec"]["traffic"]["router"] = "istio"
     cluster.put(body)
-    wait_until(lambda: cluster.get("deployments", "default", "chat-a")["spec"]["replicas"] == 3, 20, "scale to 3", operator)
+    wait_until(lambda: cluster.get("deployments", "default", "chat-a")["spec"]["replicas"] == 3, 30, "scale to 3", operator)
     wait_until(lambda: children(cluster, "chat")["virtualservices"] == ["chat"]
-               and children(cluster, "chat")["httproutes"] == [], 20, "router change", operator)
+               and children(cluster, "chat")["httproutes"] == [], 30, "router change", operator)
     image = cluster.get("deployments", "default", "chat-b")["spec"]["template"]["spec"]["containers"][0]["image"]
     assert image.endswith(":0.2.0")
-    wait_until(lambda: status(cluster, "chat").get("observedGeneration") == 2, 20, "observedGeneration 2", operator)
+    wait_until(lambda: status(cluster, "chat").get("observedGeneration") == 2, 30, "observedGeneration 2", operator)
     assert {"ScaledUp", "PoolsUpdated"} <= set(reasons(cluster, "chat"))
 
     deleted = kubectl(cluster, "delete", "infd", "chat", "--wait=false") if (ROOT / "bin" / "kubectl").exists() else None
     if deleted is None:
         cluster.call(lambda: cluster.server._delete(cluster.server.registry.find_any("inferencedeployments"),
                                                     "default", "chat"))
-    wait_until(lambda: cluster.get("inferencedeployments", "default", "chat") is None, 20, "CR gone", operator)
+    wait_until(lambda: cluster.get("inferencedeployments", "default", "chat") is None, 30, "CR gone", operator)
     wait_until(lambda: children(cluster, "chat") == {"deployments": [], "services": [], "httproutes": [],
-                                                     "virtualservices": []}, 20, "children gone", operator)
+                                                     "virtualservices": []}, 30, "children gone", operator)
 
 
 def test_restart_resumes_without_duplicates(cluster, start_operator, example):
     first = start_operator(name="first")
     cluster.put(fast(example()))
-    wait_until(lambda: converged(cluster, "chat"), 20, "Stable", first)
+    wait_until(lambda: converged(cluster, "chat"), 30, "Stable", first)
     assert first.stop() == 0
     # While no operator runs, the spec changes; the next one must pick it up on resume.
     body = cluster.get("inferencedeployments", "default", "chat")
     body["spec"]["pools"]["b"]["minReplicas"] = 2
     cluster.put(body)
     second = start_operator(name="second")
-    wait_until(lambda: cluster.get("deployments", "default", "chat-b")["spec"]["replicas"] == 2, 20, "resume", second)
+    wait_until(lambda: cluster.get("deployments", "default", "chat-b")["spec"]["replicas"] == 2, 30, "resume", second)
     assert children(cluster, "chat")["deployments"] == ["chat-a", "chat-b"]
     assert reasons(cluster, "chat").count("PoolsCreated") == 1
     creates = [r for r in cluster.request_log if r.verb == "create" and r.resource in ("deployments", "services")]
@@ -145,7 +145,7 @@ def test_two_replicas_only_the_leader_acts_and_the_other_takes_over(cluster, sta
     wait_until(lambda: len((cluster.get("clusterkopfpeerings", None, "forescale") or {}).get("status") or {}) == 2,
                20, "two peers", standby)
     cluster.put(fast(example(), name="one"))
-    wait_until(lambda: converged(cluster, "one"), 20, "one Stable", leader)
+    wait_until(lambda: converged(cluster, "one"), 30, "one Stable", leader)
 
     # Every write the operator's own client made came from the leader; the standby wrote nothing.
     ours = {r.user_agent for r in cluster.request_log
@@ -158,7 +158,7 @@ def test_two_replicas_only_the_leader_acts_and_the_other_takes_over(cluster, sta
     leader.stop()
     standby.wait_for_log("Resuming operations after the pause")
     cluster.put(fast(example(), name="two"))
-    wait_until(lambda: converged(cluster, "two"), 20, "two Stable", standby)
+    wait_until(lambda: converged(cluster, "two"), 30, "two Stable", standby)
     creates = {r.user_agent for r in cluster.request_log if r.verb == "create" and r.resource == "deployments"}
     assert creates == {"forescale-operator/op-0", "forescale-operator/op-1"}
 
@@ -172,7 +172,7 @@ def test_standalone_without_the_peering_crd(crds_dir, tmp_path, example):
     try:
         operator.wait_for_log("Running standalone: the ClusterKopfPeering CRD (kopf.dev/v1) is not installed")
         handle.put(fast(example()))
-        wait_until(lambda: converged(handle, "chat"), 20, "converged", operator)
+        wait_until(lambda: converged(handle, "chat"), 30, "converged", operator)
         assert operator.log.count("Running standalone") == 1
     finally:
         operator.stop()
@@ -206,8 +206,8 @@ def test_invalid_resource_does_not_stop_the_others_and_recovers(cluster, start_o
     bad["spec"]["pools"]["a"]["template"]["spec"]["containers"] = []
     cluster.put(bad)
     cluster.put(fast(example(), name="good"))
-    wait_until(lambda: converged(cluster, "good"), 20, "good Stable", operator)
-    wait_until(lambda: status(cluster, "bad").get("phase") == "Invalid", 20, "bad Invalid", operator)
+    wait_until(lambda: converged(cluster, "good"), 30, "good Stable", operator)
+    wait_until(lambda: status(cluster, "bad").get("phase") == "Invalid", 30, "bad Invalid", operator)
     assert children(cluster, "bad")["deployments"] == []
     event = next(e for e in cluster.objects("events", "default") if e["involvedObject"]["name"] == "bad")
     assert event["type"] == "Warning" and event["reason"] == "InvalidSpec"
@@ -216,7 +216,7 @@ def test_invalid_resource_does_not_stop_the_others_and_recovers(cluster, start_o
     fixed = cluster.get("inferencedeployments", "default", "bad")
     fixed["spec"]["pools"]["a"]["template"] = example()["spec"]["pools"]["a"]["template"]
     cluster.put(fixed)
-    wait_until(lambda: converged(cluster, "bad"), 20, "bad recovers", operator)
+    wait_until(lambda: converged(cluster, "bad"), 30, "bad recovers", operator)
     assert children(cluster, "bad")["deployments"] == ["bad-a", "bad-b"]
 
 
@@ -240,7 +240,7 @@ def test_namespaced_operator_leaves_other_namespaces_alone(cluster, start_operat
     operator = start_operator(args=("-n", "ml"))
     cluster.put(fast(example(), namespace="ml"))
     cluster.put(fast(example(), namespace="default"))
-    wait_until(lambda: converged(cluster, "chat", "ml"), 20, "ml/chat converged", operator)
+    wait_until(lambda: converged(cluster, "chat", "ml"), 30, "ml/chat converged", operator)
     peering = cluster.get("kopfpeerings", "ml", "forescale")
     assert peering is not None  # namespaced operators peer in a KopfPeering per namespace
     assert children(cluster, "chat", "default")["deployments"] == []
