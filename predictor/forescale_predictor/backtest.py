@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
-import os
-
 import numpy as np
 
 from . import metrics
@@ -75,7 +73,7 @@ def default_lstm_config(train_len: int, step_seconds: float, horizon: int, span_
         horizon=horizon,
         quantiles=QUANTILES,
         hidden=32,
-        ar_steps=lookback if os.environ.get("FS_AR_FULL") else min(16, lookback),
+        ar_steps=min(16, lookback),
         level_steps=4,
         time_features=span_seconds >= 3 * DAY and step_seconds < DAY / 4,
     )
