@@ -162,3 +162,11 @@ def test_status_schema_covers_every_status_field_of_the_design():
                                                      "generatedAt", "recentErrorMs", "bandCoverage"}
     assert status["conditions"]["items"]["properties"]["type"]["enum"] == [
         "Ready", "MetricsAvailable", "ForecastReady", "Emergency"]
+
+
+
+def test_status_weights_are_bounded_by_the_schema():
+    status_only = {"type": "object", "properties": {"status": SCHEMA["properties"]["status"]}}
+    errors = schema_errors({"status": {"weights": {"a": 101, "b": -1}}}, status_only)
+    assert any("101 is greater than the maximum of 100" in e for e in errors)
+    assert any("-1 is less than the minimum of 0" in e for e in errors)
