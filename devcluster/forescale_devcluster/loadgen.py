@@ -22,6 +22,7 @@ from typing import Callable, Iterable, Iterator
 import aiohttp
 
 from forescale_devcluster.arrivals import poisson_arrivals
+from forescale_devcluster.procs import wait_event
 
 DROPPED = "dropped: concurrency limit"
 
@@ -147,12 +148,8 @@ class LoadGenerator:
                 if self._stop.is_set() or (self.max_requests is not None and sent >= self.max_requests):
                     break
                 delay = start + at - time.monotonic()
-                if delay > 0:
-                    try:
-                        await asyncio.wait_for(self._stop.wait(), delay)
-                        break
-                    except asyncio.TimeoutError:
-                        pass
+                if delay > 0 and await wait_event(self._stop, delay):
+                    break
                 lag = time.monotonic() - start - at
                 if self.in_flight >= self.max_concurrency:
                     self._record(RequestRecord(at, lag, None, None, "", DROPPED))

@@ -33,7 +33,7 @@ from forescale_devcluster.podrunner_kubeapi import (
     KubeApi, KubeApiError, collection_path, object_path,
 )
 from forescale_devcluster.podrunner_pod import (
-    RUNNER_ANNOTATION, LocalPod, PodSettings, PodView, validate_command,
+    RUNNER_ANNOTATION, LocalPod, PodSettings, PodView,
 )
 from forescale_devcluster.podrunner_sd import ScrapeTarget, write_file_sd
 
@@ -90,7 +90,7 @@ class PodRunner:
         if poll_interval_seconds <= 0:
             raise ValueError(f"poll_interval_seconds must be > 0, got {poll_interval_seconds}")
         self.settings = settings or PodSettings()
-        validate_command(self.settings.command)
+        self.settings.validate()
         self.api = KubeApi(api_url)
         self.namespaces = namespaces
         self.file_sd_path = file_sd_path
@@ -167,8 +167,7 @@ class PodRunner:
                 log.warning("pod runner: %s", error)  # once per distinct problem, not once per tick
             self.last_error = error
             self._changed.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), self.poll_interval)
+            await procs.wait_event(self._changed, self.poll_interval)
 
     async def _list_deployments(self) -> list[dict]:
         if self.namespaces is None:

@@ -72,6 +72,23 @@ class PodSettings:
     #: per-pod stdout/stderr files go here; None discards them
     log_dir: str | None = None
 
+    def validate(self) -> None:
+        """Raise ValueError naming the first setting that cannot work."""
+        validate_command(self.command)
+        at_least_zero = ("startup_delay_seconds", "backoff_reset_seconds", "drain_seconds")
+        above_zero = ("ready_timeout_seconds", "probe_period_seconds", "backoff_base_seconds",
+                      "backoff_cap_seconds", "stop_grace_seconds")
+        for name in at_least_zero:
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"PodSettings.{name} must be >= 0, got {getattr(self, name)}")
+        for name in above_zero:
+            if not getattr(self, name) > 0:
+                raise ValueError(f"PodSettings.{name} must be > 0, got {getattr(self, name)}")
+        if self.probe_failure_threshold < 1:
+            raise ValueError(f"PodSettings.probe_failure_threshold must be >= 1, got {self.probe_failure_threshold}")
+        if not self.readiness_path.startswith("/"):
+            raise ValueError(f"PodSettings.readiness_path must start with '/', got {self.readiness_path!r}")
+
 
 @dataclass
 class PodView:

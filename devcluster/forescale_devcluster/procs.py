@@ -150,3 +150,18 @@ async def wait_for_termination() -> None:
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+
+
+async def wait_event(event: asyncio.Event, timeout: float) -> bool:
+    """Wait until `event` is set or `timeout` seconds pass; True when it was set.
+
+    Not `asyncio.wait_for(event.wait(), timeout)`: on Python 3.11 that can
+    swallow a cancellation arriving as the event is set, and a loop written
+    with it then never stops.
+    """
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({waiter}, timeout=timeout)
+    finally:
+        waiter.cancel()
+    return event.is_set()

@@ -230,6 +230,10 @@ async def test_the_pod_limit_guards_the_machine(api):
     ({"api_url": "http://x", "settings": PodSettings(command=("{python}", "{0}"))}, "unknown field"),
     ({"api_url": "http://x", "settings": PodSettings(command=("{python", ))}, "not a valid template"),
     ({"api_url": "http://x", "settings": PodSettings(command=())}, "non-empty list"),
+    ({"api_url": "http://x", "settings": PodSettings(startup_delay_seconds=-1)}, "startup_delay_seconds must be >= 0"),
+    ({"api_url": "http://x", "settings": PodSettings(probe_period_seconds=0)}, "probe_period_seconds must be > 0"),
+    ({"api_url": "http://x", "settings": PodSettings(probe_failure_threshold=0)}, "probe_failure_threshold"),
+    ({"api_url": "http://x", "settings": PodSettings(readiness_path="readyz")}, "must start with '/'"),
 ])
 def test_bad_runner_arguments_are_named(kwargs, message):
     with pytest.raises(ValueError, match=message):
