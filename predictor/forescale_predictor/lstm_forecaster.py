@@ -5,8 +5,9 @@ may read every few seconds while the model steps at 15 s), takes the last
 `lookback` steps and runs the network. When the history is too short, lacks
 a feature the model reads, or has gaps it cannot fill, the forecast comes from
 the fallback baseline instead, with `model` naming that baseline and
-`fallback_reason` saying why. `forecast_many` runs every usable history
-through the network in one batch.
+`fallback_reason` saying why. A model trained on one target only (say
+latency) gets the other from the fallback baseline, labelled `lstm+ewm`.
+`forecast_many` runs every usable history through the network in one batch.
 """
 
 from __future__ import annotations
@@ -76,13 +77,34 @@ class LSTMForecaster:
             windows.append(values[-lookback:])
             times.append(float(history.times[-1]))
             slots.append(i)
+        missing = [t for t in TARGET_NAMES if t not in self.config.targets]
         if windows:
             batch = np.stack(windows)
             # latency and rate are never negative
             pred = np.maximum(self.model.predict_windows(batch, np.asarray(times)), 0.0)  # [N, Q, H, T]
             for row, slot in enumerate(slots):
-                results[slot] = self._to_forecast(pred[row], times[row])
+                forecast = self._to_forecast(pred[row], times[row])
+                if missing:
+                    forecast = self._complete(forecast, histories[slot], missing)
+                results[slot] = forecast
         return [r for r in results if r is not None]
+
+    def _complete(self, forecast: Forecast, history: History, missing: list[str]) -> Forecast:
+        """Fill targets this model does not forecast from the fallback baseline, and say so."""
+        other = self.fallback.forecast(history)
+        parts = {name: getattr(forecast, name) for name in TARGET_NAMES}
+        for name in missing:
+            parts[name] = {q: np.asarray(other._target(name)[q]) for q in forecast.quantiles}
+        return Forecast(
+            generated_at=forecast.generated_at,
+            step_seconds=forecast.step_seconds,
+            horizon_seconds=forecast.horizon_seconds,
+            quantiles=forecast.quantiles,
+            latency_ms=parts[TARGET_NAMES[0]],
+            rate=parts[TARGET_NAMES[1]],
+            model=f"{self.name}+{self.fallback.name}",
+            fallback_reason=f"the model does not forecast {', '.join(missing)}; {self.fallback.name} forecasts it",
+        )
 
     def _to_forecast(self, pred: np.ndarray, generated_at: float) -> Forecast:
         q = self.config.quantiles

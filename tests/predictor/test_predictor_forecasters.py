@@ -166,3 +166,16 @@ def _all_nan(h: History, name: str) -> History:
     feats = {k: v.copy() for k, v in h.features.items()}
     feats[name][:] = np.nan
     return History(h.step_seconds, h.times, feats)
+
+
+def test_a_one_target_model_gets_the_other_from_the_fallback():
+    from forescale_predictor.model_config import ModelConfig
+    from forescale_predictor.training import Segment, TrainOptions, train
+
+    t, values = synthetic(500)
+    config = ModelConfig(features=(LATENCY_MS,), targets=(LATENCY_MS,), step_seconds=15.0, lookback=16, horizon=12, hidden=8)
+    model = train([Segment(t, values[:, :1])], config,
+                  TrainOptions(max_epochs=1, windows_per_epoch=256, min_windows_per_epoch=256, progress=False))
+    f = LSTMForecaster(model).forecast(history())
+    assert f.model == "lstm+ewm" and "rate" in f.fallback_reason
+    assert np.isfinite(f.upper(RATE)).all() and np.isfinite(f.upper(LATENCY_MS)).all()

@@ -216,3 +216,19 @@ def test_misbehaving_servers(fake_server, mode, message):
     source = PrometheusSource(fake_server(mode), get_preset("forescale"), timeout=0.5, retries=0)
     with pytest.raises(MetricsUnavailable, match=message):
         source.history("ml", "chat", start=0, end=600, step=15)
+
+
+def test_train_from_prometheus(prometheus, tmp_path, capsys):
+    import json
+
+    from forescale_cli.main import main
+
+    url, start, end = prometheus
+    out = tmp_path / "m.pt"
+    code = main(["train", "--prometheus-url", url, "--query", "sum(rate(forescale_requests_total[1m]))", "--feature", "rate",
+                 "--start", str(start), "--end", str(end), "--step", "60s", "--out", str(out), "--json", "--epochs", "2", "--quiet"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    result = json.loads(captured.out)
+    assert result["features"] == ["rate"] and result["training_span"]["steps"] > 100
+    assert out.stat().st_size > 1000
