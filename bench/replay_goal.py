@@ -23,7 +23,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 from forescale_sim.errors import SimError
 from forescale_sim.metrics import WINDOW_SECONDS, episodes, recovery_seconds

@@ -11,7 +11,6 @@ rate traces.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -20,7 +19,6 @@ import numpy as np
 
 from forescale_server.service_model import DecoderProfile, EncoderProfile
 
-from .calibration import Calibration
 from .cluster import Pod, Pool, slowdown_at
 from .encoder_fluid import encoder_tick
 from .incidents import Incident
@@ -131,12 +129,42 @@ class _Actuator:
                 self.pools[name].runtime_precision = precision if precision != self.pools[name].precision else None
 
 
+def _route_requests(trace: RequestTrace, lo: int, hi: int, now: float, pools: dict[str, Pool], w_b: float,
+                    slow: dict[str, float], rng: np.random.Generator, rec: Recorder) -> None:
+    """Requests lo..hi-1 (this tick's): a pool by weight, then the ready pod with
+    the fewest outstanding requests; no ready pod means a 503 (rejected)."""
+    ready = {name: [p.server for p in pools[name].ready_pods(now)] for name in pools}
+    prec = {name: pools[name].effective_precision for name in pools}
+    picks = rng.random(hi - lo) < w_b
+    for k, i in enumerate(range(lo, hi)):
+        name = "b" if picks[k] else "a"
+        servers = ready[name]
+        at = float(trace.arrivals[i])
+        if not servers:
+            rec.request(i, name, at, None)
+            continue
+        server = min(servers, key=lambda s: s.outstanding(at)) if len(servers) > 1 else servers[0]
+        rec.request(i, name, at, server.serve(i, at, trace.input_tokens[i], trace.output_tokens[i], prec[name], slow[name]))
+
+
+def _route_fluid(trace: RateTrace, t: int, now: float, pools: dict[str, Pool], w_b: float, slow: dict[str, float],
+                 rng: np.random.Generator, rec: Recorder, cfg: ClusterConfig) -> None:
+    """This tick's arrival count, split by weight (binomially), through each pool's fluid queue."""
+    count = float(trace.counts[t]) if t < trace.counts.size else 0.0
+    n_b = float(rng.binomial(int(count), w_b)) if w_b > 0 else 0.0
+    for name, n in (("a", count - n_b), ("b", n_b)):
+        pool = pools[name]
+        res = encoder_tick(n, len(pool.ready_pods(now)), pool.backlog, cfg.profile, pool.effective_precision,
+                           slow[name], cfg.slo_ms, cfg.quantile, timeout_s=cfg.timeout_s)
+        pool.backlog = res.backlog
+        rec.tick(t, name, n, res.over_slo, res.rejected, res.latency_ms, res.backlog)
+
+
 def run_policy(trace: RequestTrace | RateTrace, policy: Policy, cfg: ClusterConfig,
                incidents: list[Incident]) -> PolicyRun:
     """Replay `trace` under `policy`; the per-policy report."""
     started = time.monotonic()
     ticks = int(math.ceil(trace.duration_seconds)) + 1
-    is_llm = isinstance(trace, RequestTrace) and trace.input_tokens is not None
     n_req = len(trace) if isinstance(trace, RequestTrace) else 0
     pools = _make_pools(cfg)
     rec = Recorder(ticks, n_req, cfg.quantile, cfg.slo_ms, cfg.timeout_s)
@@ -181,32 +209,10 @@ def run_policy(trace: RequestTrace | RateTrace, policy: Policy, cfg: ClusterConf
         rec.weight_b[t] = act.weights["b"]
         if arrivals is not None:
             hi = int(np.searchsorted(arrivals, now + 1.0, side="left"))
-            ready = {name: [p.server for p in pools[name].ready_pods(now)] for name in pools}
-            prec = {name: pools[name].effective_precision for name in pools}
-            picks = rng.random(hi - req_i) < w_b
-            for k, i in enumerate(range(req_i, hi)):
-                name = "b" if picks[k] else "a"
-                servers = ready[name]
-                at = float(arrivals[i])
-                if not servers:
-                    rec.request(i, name, at, None)  # no endpoints: 503
-                    continue
-                server = min(servers, key=lambda s: s.outstanding(at)) if len(servers) > 1 else servers[0]
-                if is_llm:
-                    lat = server.serve(i, at, trace.input_tokens[i], trace.output_tokens[i], prec[name], slow[name])
-                else:  # pragma: no cover - request traces without tokens are not produced by any reader
-                    lat = None
-                rec.request(i, name, at, lat)
+            _route_requests(trace, req_i, hi, now, pools, w_b, slow, rng, rec)
             req_i = hi
         else:
-            count = float(trace.counts[t]) if t < trace.counts.size else 0.0
-            n_b = float(rng.binomial(int(count), w_b)) if w_b > 0 else 0.0
-            for name, n in (("a", count - n_b), ("b", n_b)):
-                pool = pools[name]
-                res = encoder_tick(n, len(pool.ready_pods(now)), pool.backlog, cfg.profile, pool.effective_precision,
-                                   slow[name], cfg.slo_ms, cfg.quantile, timeout_s=cfg.timeout_s)
-                pool.backlog = res.backlog
-                rec.tick(t, name, n, res.over_slo, res.rejected, res.latency_ms, res.backlog)
+            _route_fluid(trace, t, now, pools, w_b, slow, rng, rec, cfg)
     for pool in pools.values():
         pool.close(float(ticks))
     requests, over, lat_q = rec.window_counts()
