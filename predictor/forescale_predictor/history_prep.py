@@ -45,8 +45,21 @@ def feature_matrix(history: History, names: tuple[str, ...], last: int | None = 
             out[:, f] = np.nan
             continue
         col = np.asarray(raw, dtype=np.float64)[lo:]
-        out[:, f] = col if np.isfinite(col).all() else fill_gaps(col, DEFAULT_MAX_GAP_STEPS)
+        out[:, f] = col if np.isfinite(col).all() else carry_recent(fill_gaps(col, DEFAULT_MAX_GAP_STEPS), DEFAULT_MAX_GAP_STEPS)
     return out if last is None else out[-last:]
+
+
+def carry_recent(values: np.ndarray, max_steps: int) -> np.ndarray:
+    """Repeat the last finite value over a trailing NaN run of at most `max_steps`.
+
+    The newest scrape often has not landed when the operator reads; a short
+    run is carried forward, a longer one stays missing (and forces a fallback).
+    """
+    ok = np.flatnonzero(np.isfinite(values))
+    if ok.size and 0 < len(values) - 1 - ok[-1] <= max_steps:
+        values = values.copy()
+        values[ok[-1] + 1 :] = values[ok[-1]]
+    return values
 
 
 def window_problem(values: np.ndarray, names: tuple[str, ...], lookback: int, step_seconds: float) -> str | None:

@@ -179,3 +179,13 @@ def test_a_one_target_model_gets_the_other_from_the_fallback():
     f = LSTMForecaster(model).forecast(history())
     assert f.model == "lstm+ewm" and "rate" in f.fallback_reason
     assert np.isfinite(f.upper(RATE)).all() and np.isfinite(f.upper(LATENCY_MS)).all()
+
+
+@pytest.mark.parametrize(("missing", "model"), [(1, "lstm"), (3, "lstm"), (8, "ewm")])
+def test_trailing_missing_samples(forecaster, missing, model):
+    h = history()
+    feats = {k: v.copy() for k, v in h.features.items()}
+    feats[LATENCY_MS][-missing:] = np.nan  # the newest scrapes have not landed
+    f = forecaster.forecast(History(h.step_seconds, h.times, feats))
+    assert f.model == model
+    assert np.isfinite(f.upper(LATENCY_MS)).all()
