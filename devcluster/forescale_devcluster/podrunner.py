@@ -240,8 +240,13 @@ class PodRunner:
         pod = LocalPod(self.api, self.settings, namespace=key[0], name=f"{key[1]}-{current_hash}-{suffix}",
                        deployment=deployment, template_hash=current_hash, port=port,
                        on_change=self._changed.set, on_ready=self.on_pod_ready)
-        await pod.start()
+        # Tracked before it starts: a stop() arriving mid-start must still find and stop it.
         self._pods[key].append(pod)
+        try:
+            await pod.start()
+        except (KubeApiError, aiohttp.ClientError, asyncio.TimeoutError, OSError):
+            self._pods[key].remove(pod)  # nothing was created
+            raise
 
     async def _drop_deleted_pods(self) -> None:
         """Stop the processes of pods deleted through the API (`kubectl delete pod`), as a kubelet does.
