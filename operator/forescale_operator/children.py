@@ -11,6 +11,8 @@ Pod templates are copied as users wrote them (an int GPU limit included).
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -24,6 +26,8 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "forescale"}
 SERVICE_PORT = 80
 #: container port assumed when a template names none (the model server's default)
 DEFAULT_TARGET_PORT = 8000
+#: hash of what the operator last wrote into a child's spec (weights and replicas excluded)
+ANNOTATION_SPEC_HASH = "forescale.io/spec-hash"
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,44 @@ class Owner:
 
     def pool_name(self, pool: str) -> str:
         return f"{self.name}-{pool}"
+
+
+def spec_hash(value: Any) -> str:
+    """A short, stable hash of a desired spec.
+
+    Children are compared by this hash, stored in an annotation, not field by
+    field: a real API server fills in defaults (imagePullPolicy, quantities as
+    strings, Gateway API backendRef kinds, ...), so the live object never equals
+    what was sent, and a field comparison would rewrite every child on every pass.
+    """
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def stamped(body: dict[str, Any], hashed: Any) -> dict[str, Any]:
+    """`body` with the spec-hash annotation of `hashed`."""
+    meta = body["metadata"]
+    meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION_SPEC_HASH: spec_hash(hashed)}
+    return body
+
+
+def needs_update(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """Whether the live child differs from the desired one in what the operator manages."""
+    live_meta, want_meta = current.get("metadata") or {}, wanted["metadata"]
+    live_labels = live_meta.get("labels") or {}
+    return ((live_meta.get("annotations") or {}).get(ANNOTATION_SPEC_HASH) != want_meta["annotations"][ANNOTATION_SPEC_HASH]
+            or any(live_labels.get(k) != v for k, v in want_meta["labels"].items())
+            or not any(r.get("uid") == want_meta["ownerReferences"][0]["uid"] for r in live_meta.get("ownerReferences") or []))
+
+
+def adopt(current: Mapping[str, Any], wanted: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A replace body: the live object (resourceVersion, server-set fields) with our spec, labels, hash, owner."""
+    body = copy.deepcopy(dict(current))
+    body["spec"] = dict(spec)
+    meta = body["metadata"]
+    meta["labels"] = {**(meta.get("labels") or {}), **wanted["metadata"]["labels"]}
+    meta["annotations"] = {**(meta.get("annotations") or {}), **wanted["metadata"]["annotations"]}
+    meta["ownerReferences"] = wanted["metadata"]["ownerReferences"]
+    return body
 
 
 def labels(owner: Owner, pool: str | None = None) -> dict[str, str]:
@@ -92,8 +134,8 @@ def pod_template(owner: Owner, pool: PoolSpec) -> dict[str, Any]:
 
 
 def deployment(owner: Owner, pool: PoolSpec, replicas: int) -> dict[str, Any]:
-    """Deployment `<name>-<pool>`."""
-    return {
+    """Deployment `<name>-<pool>`; its hash covers selector and template, not replicas (the loop owns those)."""
+    body = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": metadata(owner, owner.pool_name(pool.name), pool.name),
@@ -103,6 +145,7 @@ def deployment(owner: Owner, pool: PoolSpec, replicas: int) -> dict[str, Any]:
             "template": pod_template(owner, pool),
         },
     }
+    return stamped(body, {"selector": body["spec"]["selector"], "template": body["spec"]["template"]})
 
 
 def target_port(pool: PoolSpec) -> int | str:
@@ -119,7 +162,7 @@ def target_port(pool: PoolSpec) -> int | str:
 
 def service(owner: Owner, name: str, pool: str | None, port: int | str) -> dict[str, Any]:
     """A ClusterIP Service selecting one pool (or both with pool=None)."""
-    return {
+    body = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": metadata(owner, name, pool),
@@ -129,6 +172,7 @@ def service(owner: Owner, name: str, pool: str | None, port: int | str) -> dict[
             "ports": [{"name": "http", "port": SERVICE_PORT, "targetPort": port, "protocol": "TCP"}],
         },
     }
+    return stamped(body, body["spec"])
 
 
 def services(owner: Owner, a: PoolSpec, b: PoolSpec) -> list[dict[str, Any]]:

@@ -65,3 +65,13 @@ def test_three_services_select_their_pools():
 def test_service_target_port(ports, target):
     template = {"spec": {"containers": [{"name": "s", "image": "i", "ports": ports}]}}
     assert children.target_port(pool(template=template)) == target
+
+
+def test_spec_hash_follows_the_template_not_the_replicas():
+    one, three = children.deployment(OWNER, pool(), 1), children.deployment(OWNER, pool(), 3)
+    key = children.ANNOTATION_SPEC_HASH
+    assert one["metadata"]["annotations"][key] == three["metadata"]["annotations"][key]
+    other = children.deployment(OWNER, pool(precision="int8"), 1)
+    assert other["metadata"]["annotations"][key] != one["metadata"]["annotations"][key]
+    assert not children.needs_update(one, three)
+    assert children.needs_update(one, other)

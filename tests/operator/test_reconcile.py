@@ -232,3 +232,24 @@ async def test_no_rbac_for_the_other_routers_kind_does_not_block(cluster, api, e
     deps, events = deps_for(api)
     await reconcile(apply(cluster, example()), deps)
     assert child_names(cluster)["httproutes"] == ["chat"] and events.reasons == ["PoolsCreated"]
+
+
+async def test_defaults_a_real_server_fills_in_cause_no_rewrite(cluster, api, example):
+    deps, events = deps_for(api)
+    await reconcile(apply(cluster, example()), deps)
+    # What kube-apiserver and the Gateway API CRD would add to what the operator sent.
+    live = cluster.get("deployments", "default", "chat-a")
+    container = live["spec"]["template"]["spec"]["containers"][0]
+    container.update(imagePullPolicy="IfNotPresent", terminationMessagePath="/dev/termination-log")
+    container["resources"]["limits"]["nvidia.com/gpu"] = "1"
+    live["spec"]["template"]["spec"].update(restartPolicy="Always", dnsPolicy="ClusterFirst")
+    cluster.put(live)
+    route = cluster.get("httproutes", "default", "chat")
+    for ref in route["spec"]["rules"][0]["backendRefs"]:
+        ref.update(group="", kind="Service")
+    route["spec"]["rules"][0]["matches"] = [{"path": {"type": "PathPrefix", "value": "/"}}]
+    cluster.put(route)
+    writes_before = [r for r in cluster.request_log if r.verb in ("create", "update", "patch", "delete")]
+    await reconcile(current(cluster), deps)
+    writes_after = [r for r in cluster.request_log if r.verb in ("create", "update", "patch", "delete")]
+    assert writes_after == writes_before and events.reasons == ["PoolsCreated"]

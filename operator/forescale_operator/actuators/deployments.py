@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
-from typing import Any, Mapping
+
 
 from .. import children
 from ..children import Owner
@@ -42,13 +41,6 @@ def clamp(value: int, pool: PoolSpec) -> int:
     return max(pool.min_replicas, min(pool.max_replicas, value))
 
 
-def _managed_view(obj: Mapping[str, Any]) -> Any:
-    spec = obj.get("spec") or {}
-    meta = obj.get("metadata") or {}
-    return (spec.get("template"), spec.get("selector"), meta.get("ownerReferences"),
-            {k: v for k, v in (meta.get("labels") or {}).items() if k.startswith(("forescale.io/", "app.kubernetes.io/managed-by"))})
-
-
 async def ensure_deployment(api: KubeApi, owner: Owner, pool: PoolSpec, replicas: int | None = None) -> DeploymentChange:
     """Create the pool's Deployment at `replicas` (default minReplicas), or converge it.
 
@@ -65,16 +57,14 @@ async def ensure_deployment(api: KubeApi, owner: Owner, pool: PoolSpec, replicas
     before = int((current.get("spec") or {}).get("replicas", 1))
     count = clamp(before if replicas is None else replicas, pool)
     wanted = children.deployment(owner, pool, count)
-    template_changed = _managed_view(current) != _managed_view(wanted)
-    if template_changed or count != before:
+    template_changed = children.needs_update(current, wanted)
+    if template_changed:
         # A replace (not a merge patch) so that fields removed from the template disappear too;
         # the resourceVersion in the body makes a concurrent change answer 409 (retried).
-        body = copy.deepcopy(current)
-        body["spec"] = {**(current.get("spec") or {}), **wanted["spec"]}
-        meta = body["metadata"]
-        meta["labels"] = {**(meta.get("labels") or {}), **wanted["metadata"]["labels"]}
-        meta["ownerReferences"] = wanted["metadata"]["ownerReferences"]
-        await api.replace(DEPLOYMENTS, owner.namespace, name, body)
+        spec = {**(current.get("spec") or {}), **wanted["spec"]}
+        await api.replace(DEPLOYMENTS, owner.namespace, name, children.adopt(current, wanted, spec))
+    elif count != before:
+        await api.patch(DEPLOYMENTS, owner.namespace, name, {"spec": {"replicas": count}})
     return DeploymentChange(name, False, template_changed, before, count)
 
 

@@ -24,8 +24,10 @@ def route_body(owner: Owner, traffic: TrafficSpec, weights: Weights) -> dict[str
     spec: dict[str, Any] = {"parentRefs": [dict(r) for r in traffic.parent_refs], "rules": [_rule(owner, weights)]}
     if traffic.hostnames:
         spec["hostnames"] = list(traffic.hostnames)
-    return {"apiVersion": HTTP_ROUTES.api_version, "kind": HTTP_ROUTES.kind,
+    body = {"apiVersion": HTTP_ROUTES.api_version, "kind": HTTP_ROUTES.kind,
             "metadata": children.metadata(owner, owner.name), "spec": spec}
+    # The hash leaves the weights out: they are the loop's, not the spec's.
+    return children.stamped(body, {**spec, "rules": [_rule(owner, Weights(100, 0))]})
 
 
 def weights_of(route: Mapping[str, Any], owner: Owner) -> Weights | None:
@@ -52,13 +54,9 @@ class GatewayApiRouter:
         # Keep the split the loop set; converge everything else.
         weights = weights_of(current, owner) or initial
         wanted = route_body(owner, traffic, weights)
-        if current.get("spec") != wanted["spec"] or not _owned(current, owner):
-            body = dict(current)
-            body["spec"] = wanted["spec"]
-            body["metadata"] = {**current["metadata"], "labels": {**(current["metadata"].get("labels") or {}),
-                                                                   **wanted["metadata"]["labels"]},
-                                "ownerReferences": wanted["metadata"]["ownerReferences"]}
-            await self._api.replace(HTTP_ROUTES, owner.namespace, owner.name, body)
+        if children.needs_update(current, wanted):
+            await self._api.replace(HTTP_ROUTES, owner.namespace, owner.name,
+                                    children.adopt(current, wanted, wanted["spec"]))
         return False
 
     async def set_weights(self, owner: Owner, weights: Weights) -> None:
@@ -79,6 +77,3 @@ class GatewayApiRouter:
     def describe(self, owner: Owner) -> str:
         return f"HTTPRoute {owner.name}"
 
-
-def _owned(obj: Mapping[str, Any], owner: Owner) -> bool:
-    return any(r.get("uid") == owner.uid for r in (obj.get("metadata") or {}).get("ownerReferences") or [])

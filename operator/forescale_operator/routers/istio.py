@@ -25,8 +25,10 @@ def virtual_service_body(owner: Owner, traffic: TrafficSpec, weights: Weights) -
                             "http": [{"name": "forescale-split", "route": _route(owner, weights)}]}
     if traffic.gateways:
         spec["gateways"] = list(traffic.gateways)
-    return {"apiVersion": VIRTUAL_SERVICES.api_version, "kind": VIRTUAL_SERVICES.kind,
+    body = {"apiVersion": VIRTUAL_SERVICES.api_version, "kind": VIRTUAL_SERVICES.kind,
             "metadata": children.metadata(owner, owner.name), "spec": spec}
+    # The hash leaves the weights out: they are the loop's, not the spec's.
+    return children.stamped(body, {**spec, "http": [{"name": "forescale-split", "route": _route(owner, Weights(100, 0))}]})
 
 
 def weights_of(vs: Mapping[str, Any], owner: Owner) -> Weights | None:
@@ -52,10 +54,9 @@ class IstioRouter:
             return True
         weights = weights_of(current, owner) or initial
         wanted = virtual_service_body(owner, traffic, weights)
-        if current.get("spec") != wanted["spec"]:
-            body = dict(current)
-            body["spec"] = wanted["spec"]
-            await self._api.replace(VIRTUAL_SERVICES, owner.namespace, owner.name, body)
+        if children.needs_update(current, wanted):
+            await self._api.replace(VIRTUAL_SERVICES, owner.namespace, owner.name,
+                                    children.adopt(current, wanted, wanted["spec"]))
         return False
 
     async def set_weights(self, owner: Owner, weights: Weights) -> None:
