@@ -78,7 +78,8 @@ async def test_template_change_reaches_the_deployment(cluster, api, example):
     await reconcile(apply(cluster, body), deps)
     live = cluster.get("deployments", "default", "chat-b")["spec"]["template"]["spec"]["containers"][0]
     assert live["image"].endswith(":0.2.0") and live["resources"] == {}  # removed fields are removed
-    assert events.events[-1] == ("Normal", "PoolsUpdated", "Updated chat-b template")
+    assert events.events[-1] == ("Normal", "PoolsUpdated",
+                                 "Updated chat-b template (ghcr.io/forescale/model-server:0.2.0, int8, 1 replica)")
 
 
 @pytest.mark.parametrize("new_router, plural", [("istio", "virtualservices"), ("none", None)])

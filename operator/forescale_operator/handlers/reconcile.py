@@ -38,6 +38,11 @@ def _replicas(n: int) -> str:
     return f"{n} replica" if n == 1 else f"{n} replicas"
 
 
+def _image(pool) -> str:
+    containers = (pool.template.get("spec") or {}).get("containers") or [{}]
+    return str(containers[0].get("image", "?"))
+
+
 def _scaling_events(spec: InferenceSpec, changes: list[DeploymentChange]) -> list[tuple[Reason, str]]:
     events = []
     for change, pool in zip(changes, (spec.a, spec.b)):
@@ -89,7 +94,8 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
         await deps.events.post(Reason.POOLS_CREATED, (
             f"Created {', '.join(created)}, services {', '.join(services) or 'unchanged'}, {route_text}"))
     else:
-        changed = [c.name + " template" for c in (a, b) if c.template_changed]
+        changed = [f"{c.name} template ({_image(p)}, {p.precision}, {_replicas(c.replicas)})"
+                   for c, p in ((a, spec.a), (b, spec.b)) if c.template_changed]
         changed += [f"service {name}" for name in services]
         changed += [f"removed {text}" for text in route.removed]
         if route.created:
