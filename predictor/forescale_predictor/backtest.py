@@ -18,7 +18,7 @@ from . import metrics
 from .baselines import BASELINES, make_baseline_model
 from .errors import SeriesError, TrainingError
 from .model_config import ModelConfig
-from .training import Segment, TrainOptions, train
+from .train_options import TrainOptions
 from .windowing import WindowSpec, complete, input_windows, target_windows
 
 DAY = 86400.0
@@ -156,6 +156,7 @@ def score(values, train_vals, at, truth, pred, step_seconds) -> dict:
 
 
 def _lstm(times, values, cut, at, config: ModelConfig, options: TrainOptions):
+    from .training import Segment, train  # torch is imported only when an LSTM is trained
     # short series: enlarge the validation part so early stopping and the
     # shrinkage still see some windows
     wanted = (config.lookback + config.horizon + 16) / max(cut, 1)

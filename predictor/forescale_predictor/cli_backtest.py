@@ -37,7 +37,7 @@ def backtest(
     """Backtest the LSTM against baselines on one series."""
     from .backtest import ALL_MODELS, run_backtest
     from .errors import PredictorError
-    from .training import TrainOptions
+    from .train_options import TrainOptions
 
     step_s = duration(step, "--step")
     horizon_s = duration(horizon, "--horizon")

@@ -25,26 +25,9 @@ from .scaling import Standardiser, relative_inputs, relative_targets, window_lev
 from .trained_model import TrainedModel, build_net
 from .windowing import WindowSpec, complete, input_windows, origins, target_windows
 from .lstm_module import pinball_loss
+from .train_options import TrainOptions
 
-
-@dataclass(frozen=True)
-class TrainOptions:
-    """Knobs of one training run; the defaults suit a 2-core machine."""
-
-    max_epochs: int = 30
-    patience: int = 4
-    batch_size: int = 256
-    learning_rate: float = 3e-3
-    weight_decay: float = 1e-4
-    valid_fraction: float = 0.15
-    windows_per_epoch: int = 8192
-    min_windows_per_epoch: int = 4096  # small data is resampled so an epoch still takes enough steps
-    seed: int = 0
-    # One thread: on a shared 2-core machine a second OpenMP thread spin-waits
-    # and made an LSTM step 20x slower (measured: 1.7 s vs 0.09 s per batch).
-    threads: int = 1
-    progress: bool = True
-    time_budget_seconds: float = 0.0  # 0: no limit besides max_epochs
+__all__ = ["Segment", "TrainOptions", "WindowSet", "build_windows", "fit_blend", "train"]
 
 
 @dataclass

@@ -95,6 +95,7 @@ def test_a_file_that_is_not_a_model(content):
     assert "model" in str(info.value)
 
 
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
 def test_pickled_code_is_refused(tmp_path):
     """weights_only loading refuses arbitrary objects (a ConfigMap cannot run code)."""
     import pickle
