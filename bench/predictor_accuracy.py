@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             "epochs": result.lstm_info.get("epochs"),
             "metrics": {k: v.metrics for k, v in result.models.items()},
         }
+        entry["diagnosis"] = diagnose(history.features["value"], result.train_fraction, horizon, best_name, entry)
         summary.append(entry)
         ratio = entry["lstm_vs_best"]
         print(f"{'':34s} -> lstm/best({best_name}) {ratio:.3f}  lstm/last {entry['lstm_vs_last']:.3f}  "
@@ -86,11 +87,40 @@ def main(argv: list[str] | None = None) -> int:
     for group, items in groups.items():
         print(f"  {group:36s} n={len(items):2d}  wins vs best {sum(i['lstm_vs_best'] < 1 for i in items):2d}  "
               f"lstm/last {geo([i['lstm_vs_last'] for i in items]):.3f}  lstm/best {geo([i['lstm_vs_best'] for i in items]):.3f}")
+    losers = [e for e in scored if e["lstm_vs_best"] >= 1]
+    if losers:
+        print("\nWhere the LSTM does not beat the best baseline, and the likely reason:")
+        for e in losers:
+            print(f"  {e['series']:62s} {e['lstm_vs_best']:.3f} vs {e['best_baseline']:8s} {e['diagnosis']}")
     print("(timings are noisy: the 2 CPU cores are shared with other work)")
     if args.json_out:
         with open(args.json_out, "w") as handle:
             json.dump(summary, handle, indent=1, default=float)
     return 0
+
+
+def diagnose(values, train_fraction: float, horizon: int, best: str, entry: dict) -> str:
+    """A one-line, measured reason why a series is hard for the LSTM (printed for the losers)."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    cut = int(len(v) * train_fraction)
+    moves = lambda x: float(np.nanmean(np.abs(x[horizon:] - x[:-horizon])))  # noqa: E731
+    shift = moves(v[:cut]) / max(moves(v[cut:]), 1e-12)
+    notes = []
+    if shift > 2 or shift < 0.5:
+        notes.append(f"regime change: {horizon}-step moves are {shift:.1f}x as large in training as in the test part")
+    mae = entry["mae"]
+    if best == "ewm" and mae.get("last", 0) > 0:
+        notes.append(f"noise-dominated: smoothing beats the last value by {1 - mae['ewm'] / mae['last']:.0%}")
+    if best == "seasonal":
+        notes.append("a daily pattern the window cannot see in full")
+    if entry["origins"] < 100:
+        notes.append(f"only {entry['origins']} test origins: the difference is within noise")
+    if not notes:
+        notes.append(f"within {abs(entry['lstm_vs_best'] - 1):.1%} of the best baseline" if entry["lstm_vs_best"] < 1.05
+                     else "the validation split chose a blend that did not carry over to the test part")
+    return "; ".join(notes)
 
 
 if __name__ == "__main__":
