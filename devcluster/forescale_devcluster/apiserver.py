@@ -133,6 +133,16 @@ class ApiServerHandle:
         """Create or replace an object directly (no HTTP, no request log entry)."""
         return self.call(lambda: self.server.put_object(obj))
 
+    def delete(self, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
+        """Delete an object directly, as `kubectl delete` would (finalizers and garbage collection apply)."""
+        async def delete() -> dict[str, Any]:
+            res = self.server.registry.find_any(plural)
+            if res is None:
+                raise KeyError(f"unknown kind {plural!r}")
+            async with self.server._lock_for_writes():
+                return await self.server._delete(res, namespace if res.namespaced else None, name)
+        return self.call(delete)
+
     def objects(self, plural: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """Copies of the live objects of a kind, e.g. `objects("deployments", "ml")`."""
         return self._sync(lambda: self.server.snapshot(plural, namespace))

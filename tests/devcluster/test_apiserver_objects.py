@@ -157,3 +157,10 @@ def test_custom_resources_breaking_the_crd_are_rejected_with_422(http, change, m
     body["spec"].update(change)
     response = http.post(INFDS, json=body)
     assert response.status_code == 422 and message in response.json()["message"]
+
+
+def test_handle_delete_honours_finalizers(apiserver, http):
+    http.post(DEPLOYMENTS, json={**deployment("a"), "metadata": {"name": "a", "finalizers": ["x/y"]}})
+    assert apiserver.delete("deployments", "default", "a")["metadata"]["deletionTimestamp"]
+    with pytest.raises(Exception, match="not found"):
+        apiserver.delete("deployments", "default", "missing")

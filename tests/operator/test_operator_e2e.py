@@ -110,10 +110,10 @@ def test_updates_converge_and_delete_leaves_nothing(cluster, start_operator, exa
     wait_until(lambda: status(cluster, "chat").get("observedGeneration") == 2, 30, "observedGeneration 2", operator)
     assert {"ScaledUp", "PoolsUpdated"} <= set(reasons(cluster, "chat"))
 
-    deleted = kubectl(cluster, "delete", "infd", "chat", "--wait=false") if (ROOT / "bin" / "kubectl").exists() else None
-    if deleted is None:
-        cluster.call(lambda: cluster.server._delete(cluster.server.registry.find_any("inferencedeployments"),
-                                                    "default", "chat"))
+    if KUBECTL.exists():
+        assert kubectl(cluster, "delete", "infd", "chat", "--wait=false").returncode == 0
+    else:
+        cluster.delete("inferencedeployments", "default", "chat")
     wait_until(lambda: cluster.get("inferencedeployments", "default", "chat") is None, 30, "CR gone", operator)
     wait_until(lambda: children(cluster, "chat") == {"deployments": [], "services": [], "httproutes": [],
                                                      "virtualservices": []}, 30, "children gone", operator)

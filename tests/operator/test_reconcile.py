@@ -218,7 +218,7 @@ async def test_tick_hands_observations_to_the_decision_seam(cluster, api, exampl
 async def test_tick_puts_back_a_child_deleted_behind_its_back(cluster, api, example, plural, name):
     deps, events = deps_for(api)
     await reconcile(apply(cluster, example()), deps)
-    cluster.call(lambda: cluster.server._delete(cluster.server.registry.find_any(plural), "default", name))
+    cluster.delete(plural, "default", name)
     await tick(TickContext(current(cluster)), TickDeps(api=api, actuators=Actuators(api), events=events))
     assert cluster.get(plural, "default", name) is not None
     if plural == "deployments":
