@@ -9,7 +9,13 @@ the pool's latency.
 - Over the SLO, the pods could not: the latency curve bounds capacity by
   `rate x target / latency` (never below `min_overload_factor x rate`, since a
   saturated queue makes latency grow without bound), and the estimate moves
-  part of the way (`capacity_smoothing`) towards that bound.
+  part of the way (`capacity_smoothing`) towards that bound. It never goes
+  below the proven ceiling divided by `max_slowdown`: when a pool is that much
+  slower than it has proven to be (a slowdown, a fragmented cache), latency no
+  longer follows load, every added pod lowers the rate per pod, and learning
+  from it would add pods without end. That is a fault for the playbook.
+- Ceilings carry across precisions through the precision speeds, so a pool
+  downgraded to int8 during an incident knows what it sustained at fp16.
 Before `min_capacity_samples` samples, the documented fallback is used: the
 same pool's estimate at another precision scaled by the precision speeds, else
 `fallback_capacity_rps` scaled from fp16; never below a rate already sustained.
@@ -54,12 +60,31 @@ def learn(
         ceiling = max(ceiling, per_pod)
         if obs.latency_ms <= params.relax_latency_ratio * target_ms:
             # Only upwards, and only as far as a rate the pods have actually sustained.
-            rps += params.capacity_relax * max(0.0, ceiling - rps)
+            rps += params.capacity_relax * max(0.0, proven_ceiling(out, pool, precision, params, own=ceiling) - rps)
     else:
         bound = per_pod * max(params.min_overload_factor, target_ms / obs.latency_ms)
         rps = current + params.capacity_smoothing * (min(current, bound) - current)
+        floor = proven_ceiling(out, pool, precision, params, own=ceiling) / params.max_slowdown
+        rps = max(rps, min(current, floor))
     out[k] = CapacityEstimate(rps=rps, ceiling=ceiling, samples=old.samples + 1)
     return out
+
+
+def proven_ceiling(
+    capacity: Mapping[str, CapacityEstimate],
+    pool: str,
+    precision: str,
+    params: EngineParams,
+    own: float | None = None,
+) -> float:
+    """The highest per-pod rate `pool` sustained under the SLO, at `precision` or at
+    another precision scaled by the precision speeds."""
+    best = own if own is not None else (capacity.get(key(pool, precision)) or CapacityEstimate()).ceiling
+    for k, est in capacity.items():
+        if k.startswith(f"{pool}/") and k != key(pool, precision) and est.ceiling > 0:
+            other = k.split("/", 1)[1]
+            best = max(best, est.ceiling * params.speed(precision) / params.speed(other))
+    return best
 
 
 def capacity_for(

@@ -132,6 +132,8 @@ class EngineParams:
     relax_latency_ratio: float = 0.6
     #: an over-SLO sample never bounds capacity below this share of its per-pod rate
     min_overload_factor: float = 0.5
+    #: nor below the proven ceiling / max_slowdown: a pod slower than that is a fault for the playbook
+    max_slowdown: float = 3.0
     #: share of the learned capacity a pod is sized to carry. 1.0 because the
     #: capacity is already the rate at which the SLO quantile reaches the target,
     #: and sizing on the forecast's upper band is the margin.
@@ -162,6 +164,7 @@ class EngineParams:
             ("capacity_relax", 0 <= self.capacity_relax <= 1),
             ("relax_latency_ratio", 0 < self.relax_latency_ratio <= 1),
             ("min_overload_factor", 0 < self.min_overload_factor <= 1),
+            ("max_slowdown", self.max_slowdown >= 1),
             ("target_utilization", 0 < self.target_utilization <= 1),
             ("default_startup_seconds", self.default_startup_seconds >= 0),
             ("queue_growth_ticks", self.queue_growth_ticks >= 1),

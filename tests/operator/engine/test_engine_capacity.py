@@ -70,3 +70,23 @@ def test_estimates_are_kept_per_pool_and_precision():
     capacity = learn({}, "b", "int8", _pool(400.0, 100.0), SLO, PARAMS)
     assert set(capacity) == {"b/int8"}
     assert capacity["b/int8"] == CapacityEstimate(rps=100.0, ceiling=100.0, samples=1)
+
+
+@pytest.mark.parametrize("slowdown_latency", [900.0, 5000.0])
+def test_a_slowed_pool_does_not_spiral_down_as_pods_are_added(slowdown_latency):
+    # 60 rps per pod proven under the SLO; then a slowdown keeps latency high whatever the
+    # load, and each added pod lowers the rate per pod. The estimate stops at ceiling / 3.
+    capacity = _learn_all([(240.0, 150.0)] * 3)
+    for ready in range(4, 30):
+        capacity = learn(capacity, "a", "fp16", _pool(240.0, slowdown_latency, ready=ready), SLO, PARAMS)
+    assert capacity_for(capacity, "a", "fp16", PARAMS) == pytest.approx(60.0 / PARAMS.max_slowdown, rel=0.02)
+
+
+def test_ceiling_carries_across_precisions():
+    # fp16 sustained 60 rps per pod; int8 (1/0.6 as fast) has sustained only 10 so far,
+    # yet an int8 slowdown cannot push int8 below 60 / 0.6 / 3.
+    capacity = _learn_all([(240.0, 150.0)] * 3)
+    capacity = _learn_all([(40.0, 150.0)] * 3, precision="int8", capacity=capacity)
+    for ready in range(4, 30):
+        capacity = learn(capacity, "a", "int8", _pool(40.0, 2000.0, ready=ready), SLO, PARAMS)
+    assert capacity_for(capacity, "a", "int8", PARAMS) >= 60.0 / 0.6 / 3 - 1e-6
