@@ -41,11 +41,12 @@ def spearman_pairwise(ref: torch.Tensor, emb: torch.Tensor) -> float:
     return float(spearmanr(a.numpy(), b.numpy()).statistic)
 
 
-def timed(backend: EncoderBackend, model, texts: list[str], batch: int) -> float:
-    started = time.perf_counter()
+def timed(backend: EncoderBackend, model, texts: list[str], batch: int) -> tuple[float, float]:
+    """(wall seconds, process CPU seconds) per item."""
+    started, cpu = time.perf_counter(), time.process_time()
     for i in range(0, len(texts), batch):
         backend.embed_with(model, texts[i:i + batch])
-    return (time.perf_counter() - started) / len(texts)
+    return (time.perf_counter() - started) / len(texts), (time.process_time() - cpu) / len(texts)
 
 
 def frontier(backend: EncoderBackend, measure_sensitivity: bool, rounds: int) -> dict[str, float]:
@@ -69,13 +70,17 @@ def frontier(backend: EncoderBackend, measure_sensitivity: bool, rounds: int) ->
         "bf16 (all layers)": lambda: copy.deepcopy(base).to(torch.bfloat16),
         "dynamic per-tensor": lambda: Q.dynamic_per_tensor(base),
         "dynamic per-channel": lambda: Q.dynamic_per_channel(base),
-        "static per-channel (calibrated)": lambda: Q.static_per_channel(base, calibrate),
+        "static per-channel (calibrated)": lambda: Q.static_per_channel(base, calibrate),  # histogram observers: slow to build
         "weight-only int8": lambda: Q.weight_only(base),
         "smoothquant + dynamic": lambda: Q.smooth_dynamic(base, calibrate),
     }
     for k in (2, 4, 6, 8):
         variants[f"dyn per-channel, {k} sensitive fp32"] = lambda k=k: Q.dynamic_per_channel(base, skip=order[:k])
     variants["dyn per-channel, 8 sensitive bf16"] = lambda: Q.dynamic_with_bf16(base, skip=order[:8])
+    variants["outlier split 1%, all layers"] = lambda: Q.outlier_split(base, calibrate, 0.01)
+    variants["outlier split 1%, 4 sensitive"] = lambda: Q.outlier_split(base, calibrate, 0.01, only=order[:4])
+    variants["SERVER int8: split 1%, 8 sensitive"] = lambda: Q.outlier_split(base, calibrate, Q.OUTLIER_FRACTION, only=order[:8])
+    variants["outlier split 3%, 8 sensitive"] = lambda: Q.outlier_split(base, calibrate, 0.03, only=order[:8])
     models, accuracy = {}, {}
     for name, build in variants.items():
         models[name] = build()
@@ -87,16 +92,20 @@ def frontier(backend: EncoderBackend, measure_sensitivity: bool, rounds: int) ->
         for name, model in models.items():
             speed[name][32].append(timed(backend, model, texts[:128], 32))
             speed[name][1].append(timed(backend, model, texts[128:144], 1))
-    f32 = {b: statistics.median(speed["fp32"][b]) for b in (32, 1)}
-    print(f"\n{len(texts)} sentences; {rounds} interleaved rounds; torch threads {torch.get_num_threads()}; CPU shared with other jobs")
-    print(f"{'variant':<38}{'cos mean':>9}{'cos min':>9}{'spearman':>9}{'ms/item b32':>12}{'x b32':>7}{'ms/item b1':>11}{'x b1':>7}  goal")
+    # Best of the rounds: other jobs only ever add time. CPU time is less
+    # sensitive to them than wall time and is printed beside it.
+    best = {n: {b: (min(w for w, _ in v[b]), min(c for _, c in v[b])) for b in (32, 1)} for n, v in speed.items()}
+    f32 = best["fp32"]
+    print(f"\n{len(texts)} sentences; best of {rounds} interleaved rounds; torch threads {torch.get_num_threads()}; CPU shared with other jobs")
+    print(f"{'variant':<38}{'cos mean':>9}{'cos min':>9}{'spearman':>9}{'ms/item b32':>12}{'x b32':>7}{'x b32 cpu':>10}{'ms/item b1':>11}{'x b1':>7}  goal")
     out = {}
     for name in models:
         mean, low, rho = accuracy[name]
-        s32, s1 = statistics.median(speed[name][32]), statistics.median(speed[name][1])
-        ok = mean >= 0.99 and rho >= 0.99 and f32[32] / s32 >= 1.6
-        print(f"{name:<38}{mean:>9.4f}{low:>9.4f}{rho:>9.4f}{s32 * 1000:>12.2f}{f32[32] / s32:>7.2f}{s1 * 1000:>11.2f}{f32[1] / s1:>7.2f}  {'MET' if ok else '-'}")
-        out[name] = {"cos_mean": mean, "cos_min": low, "spearman": rho, "speedup_b32": f32[32] / s32, "speedup_b1": f32[1] / s1}
+        (w32, c32), (w1, _) = best[name][32], best[name][1]
+        x32, x32c, x1 = f32[32][0] / w32, f32[32][1] / c32, f32[1][0] / w1
+        ok = mean >= 0.99 and rho >= 0.99 and x32 >= 1.6
+        print(f"{name:<38}{mean:>9.4f}{low:>9.4f}{rho:>9.4f}{w32 * 1000:>12.2f}{x32:>7.2f}{x32c:>10.2f}{w1 * 1000:>11.2f}{x1:>7.2f}  {'MET' if ok else '-'}")
+        out[name] = {"cos_mean": mean, "cos_min": low, "spearman": rho, "speedup_b32": x32, "speedup_b32_cpu": x32c, "speedup_b1": x1}
     return out
 
 
@@ -142,9 +151,9 @@ def http_end_to_end(rounds: int) -> None:
                         _post(base + "/v1/embeddings", {"input": chunk})
                     results[precision][batch].append((time.perf_counter() - started) / (n * batch))
         print(f"\nHTTP end to end (forescale serve, cache off, distinct inputs, {rounds} rounds); int8 agreement at switch {agreement:.4f}")
-        print(f"{'batch':>6}{'fp32 ms/item':>14}{'int8 ms/item':>14}{'int8 speed-up':>15}")
+        print(f"{'batch':>6}{'fp32 ms/item':>14}{'int8 ms/item':>14}{'int8 speed-up':>15}   (best of rounds)")
         for batch in (1, 32):
-            f, q = statistics.median(results["fp32"][batch]), statistics.median(results["int8"][batch])
+            f, q = min(results["fp32"][batch]), min(results["int8"][batch])
             print(f"{batch:>6}{f * 1000:>14.2f}{q * 1000:>14.2f}{f / q:>14.2f}x")
     finally:
         proc.terminate()

@@ -58,7 +58,8 @@ class EncoderBackend:
         self._variants: dict[str, nn.Module] = {}
         self._reference: torch.Tensor | None = None
         self._profiler = None
-        self.int8_kept_fp32: list[str] = []
+        #: layers of the int8 variant whose outlier input channels stay fp32
+        self.int8_split: list[str] = []
 
     # --- loading ----------------------------------------------------------
 
@@ -182,8 +183,9 @@ class EncoderBackend:
 
             if self.device.type != "cpu":
                 raise ValueError("int8 here uses CPU kernels (fbgemm); on CUDA serve fp16/bf16")
-            model, self.int8_kept_fp32 = server_int8(base, self.model_name in MINILM_ALIASES)
-            log.info("int8: dynamic per-channel; %d sensitive layers kept in fp32", len(self.int8_kept_fp32))
+            texts = self._calibration()
+            model, self.int8_split = server_int8(base, self.model_name in MINILM_ALIASES, lambda m: self.embed_with(m, texts))
+            log.info("int8: dynamic per-channel everywhere; outlier channels of %d sensitive layers in fp32", len(self.int8_split))
             return model
         raise ValueError(f"unknown precision {precision!r}")
 

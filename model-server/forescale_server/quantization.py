@@ -14,6 +14,9 @@ Schemes (the ones the seeds compare, plus two refinements):
 - `smooth-dynamic`: SmoothQuant-style smoothing (activation outliers moved into
   the weights by a per-input-channel scale, alpha 0.5) before dynamic
   per-channel quantization; optionally with sensitive layers kept in fp32.
+- `outlier-split`: LLM.int8()-style decomposition with a calibrated, fixed set
+  of outlier input channels kept in fp32, applied to the sensitive layers; the
+  server's `int8` (`server_int8`).
 """
 
 from __future__ import annotations
@@ -43,8 +46,9 @@ Embed = Callable[[nn.Module, list[str]], torch.Tensor]
 #: agreement lost when each alone is quantized (dynamic per-channel), measured
 #: on the first 128 calibration sentences by `bench/server_quantization.py`.
 #: Measuring takes minutes on 2 cores, too slow for a precision switch, so the
-#: server ships the result. With these in fp32: mean cosine 0.994 and pairwise
-#: Spearman 0.993 on all 300 calibration sentences.
+#: server ships the result. Kept wholly in fp32 they give mean cosine 0.994 but
+#: only ~1.5x; with just their outlier channels in fp32 (the server's int8)
+#: cosine 0.992 at ~2x (bench/server_quantization.py, docs/model-server.md).
 MINILM_SENSITIVE = (
     "encoder.layer.0.output.dense",
     "encoder.layer.1.output.dense",
@@ -64,10 +68,18 @@ def default_sensitive(model: nn.Module) -> list[str]:
     return [n for n in names if n.endswith(("intermediate.dense", "output.dense")) and "attention" not in n and (".0." in n or ".1." in n)]
 
 
-def server_int8(model: nn.Module, is_minilm: bool) -> tuple[nn.Module, list[str]]:
-    """The server's `int8`: dynamic per-channel with the sensitive layers in fp32."""
-    keep = list(MINILM_SENSITIVE) if is_minilm else default_sensitive(model)
-    return dynamic_per_channel(model, skip=keep), keep
+#: share of input channels kept in fp32 in the sensitive layers of the server's int8
+OUTLIER_FRACTION = 0.01
+
+
+def server_int8(model: nn.Module, is_minilm: bool, calibrate: Callable[[nn.Module], None]) -> tuple[nn.Module, list[str]]:
+    """The server's `int8`: every Linear int8 (dynamic, per-channel weights);
+    in the sensitive layers the 1% of input channels with the largest
+    calibration activations stay fp32 (`OutlierSplitLinear`), which keeps
+    per-tensor activation scales from being stretched by them.
+    Returns the model and the names of the split layers."""
+    split = list(MINILM_SENSITIVE) if is_minilm else default_sensitive(model)
+    return outlier_split(model, calibrate, OUTLIER_FRACTION, only=split), split
 
 
 def linear_names(model: nn.Module) -> list[str]:
@@ -249,4 +261,58 @@ def dynamic_with_bf16(model: nn.Module, skip: Iterable[str] = (), **_) -> nn.Mod
     q = dynamic_per_channel(model, skip=skip)
     for name in skip:
         _replace(q, name, BF16Linear(model.get_submodule(name)))
+    return q
+
+
+class OutlierSplitLinear(nn.Module):
+    """LLM.int8()-style decomposition with a fixed outlier set: the few input
+    channels whose calibration activations are largest stay in fp32, the rest
+    go through a dynamic int8 Linear whose per-tensor activation scale is then
+    no longer stretched by them."""
+
+    def __init__(self, linear: nn.Linear, outliers: torch.Tensor):
+        super().__init__()
+        keep = torch.ones(linear.in_features, dtype=torch.bool)
+        keep[outliers] = False
+        self.register_buffer("normal_idx", keep.nonzero().flatten())
+        self.register_buffer("outlier_idx", outliers.sort().values)
+        inner = nn.Linear(len(self.normal_idx), linear.out_features, bias=linear.bias is not None)
+        inner.weight.data = linear.weight.detach()[:, self.normal_idx].clone()
+        if linear.bias is not None:
+            inner.bias.data = linear.bias.detach().clone()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.int8 = quantize_dynamic(nn.Sequential(inner), {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)[0]
+        self.register_buffer("outlier_weight", linear.weight.detach()[:, self.outlier_idx].t().contiguous())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.int8(x.index_select(-1, self.normal_idx))
+        return y + x.index_select(-1, self.outlier_idx) @ self.outlier_weight
+
+
+def outlier_split(
+    model: nn.Module, calibrate: Callable[[nn.Module], None], fraction: float = 0.02, skip: Iterable[str] = (), only: Iterable[str] | None = None, **_
+) -> nn.Module:
+    """Every Linear int8 except its top `fraction` input channels by calibration
+    activation range (at least one), which stay fp32; `skip` layers stay fp32.
+    With `only`, just those layers are split and the rest are plain dynamic
+    per-channel int8 (the split's extra ops cost time on short sequences)."""
+    skip = set(skip)
+    only = None if only is None else set(only)
+    ranges = activation_ranges(model, calibrate)
+    q = copy.deepcopy(model)
+    plain = []
+    for name in linear_names(q):
+        if name in skip:
+            continue
+        if only is not None and name not in only:
+            plain.append(name)
+            continue
+        linear = q.get_submodule(name)
+        k = max(1, int(round(fraction * linear.in_features)))
+        _replace(q, name, OutlierSplitLinear(linear, ranges[name].topk(k).indices))
+    if plain:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            q = quantize_dynamic(q, {name: per_channel_dynamic_qconfig for name in plain}, dtype=torch.qint8)
     return q
