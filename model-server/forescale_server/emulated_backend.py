@@ -20,11 +20,12 @@ from .service_model import PRECISIONS, DecoderProfile, EncoderProfile, get_profi
 
 log = logging.getLogger("forescale.server")
 
-#: Agreement with fp32 reported after a precision switch in emulation. These
-#: are the values measured on the real all-MiniLM-L6-v2 (mean cosine with fp32
-#: on the 300 calibration sentences, CPU, `bench/server_quantization.py`); the
-#: metric is still labelled emulated by `forescale_emulated`.
-EMULATED_AGREEMENT = {"fp32": 1.0, "fp16": 0.99999, "bf16": 0.9988, "int8": 0.9915}
+#: Agreement with fp32 reported after a precision switch in emulation: the
+#: values the real server measures for all-MiniLM-L6-v2 at a switch (mean
+#: cosine with fp32 on the first 64 calibration sentences; CPU kernels; fp16
+#: measured with CPU fp16 matmuls, which the CPU server does not serve). The
+#: pod's `forescale_emulated` gauge marks them as emulation.
+EMULATED_AGREEMENT = {"fp32": 1.0, "fp16": 0.999999, "bf16": 0.99996, "int8": 0.99154}
 
 _VECTORS = 256
 _DIM = 384
