@@ -22,28 +22,37 @@ from bench._predictor_common import dev_series, traces_dir
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="", help="only series whose path contains this")
+    parser.add_argument("--only", default="", help="only series whose path contains one of these comma-separated strings")
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--json", dest="json_out", default=None, help="also write all results to this JSON file")
     args = parser.parse_args(argv)
 
     from forescale_predictor.backtest import run_backtest
+    from forescale_predictor.errors import PredictorError
     from forescale_predictor.series_input import read_series
     from forescale_predictor.training import TrainOptions
 
     traces = traces_dir()
-    series = [p for p in dev_series(traces) if args.only in str(p)]
+    wanted = [w for w in args.only.split(",") if w] or [""]
+    series = [p for p in dev_series(traces) if any(w in str(p) for w in wanted)]
     rows, summary = [], []
     header = f"{'series':34s} {'model':9s} {'MAE':>11s} {'sMAPE%':>7s} {'MASE':>6s} {'band':>5s} {'spkP':>5s} {'spkR':>5s} {'lead':>5s}"
     print(header)
     print("-" * len(header))
     for path in series:
         t0 = time.monotonic()
-        history, kind = read_series(path)
-        step = history.step_seconds
-        horizon = int(round(max(180.0, 3 * step) / step))
-        result = run_backtest(history.times, history.features["value"], step_seconds=step, horizon_steps=horizon,
-                              name=str(path.relative_to(traces)), options=TrainOptions(max_epochs=args.epochs, progress=False))
+        notes: list[str] = []
+        try:
+            history, kind = read_series(path, warnings=notes)
+            step = history.step_seconds
+            horizon = int(round(max(180.0, 3 * step) / step))
+            result = run_backtest(history.times, history.features["value"], step_seconds=step, horizon_steps=horizon,
+                                  name=str(path.relative_to(traces)), options=TrainOptions(max_epochs=args.epochs, progress=False))
+        except PredictorError as exc:
+            print(f"{path.stem[:34]:34s} error: {exc}", flush=True)
+            continue
+        for note in notes:
+            print(f"{path.stem[:34]:34s} note: {note.split(': ', 1)[-1]}")
         seconds = time.monotonic() - t0
         name = path.stem[:34]
         maes = {}

@@ -48,7 +48,10 @@ def backtest(
     try:
         from .series_input import read_series
 
-        history, kind = read_series(csv, step_seconds=step_s, time_column=time_column, value_column=value_column)
+        notes: list[str] = []
+        history, kind = read_series(csv, step_seconds=step_s, time_column=time_column, value_column=value_column, warnings=notes)
+        for note in notes:
+            log(f"warning: {note}")
         step_s = history.step_seconds
         horizon_s = horizon_s or max(180.0, 3 * step_s)
         steps = int(round(horizon_s / step_s))
@@ -74,6 +77,7 @@ def backtest(
 
     out = result.to_json()
     out["kind"] = kind
+    out["input_warnings"] = notes
     if predictions is not None:
         rows = write_predictions(result, predictions)
         out["predictions"] = str(predictions)

@@ -2,9 +2,11 @@
 
 The time column and the value column are found case-insensitively
 (`timestamp`, `time`, ... and `value`) unless named, so the files under
-`../shared/traces/` load as they are. Rows must be in time order with no
-repeated timestamp; anything else is a SeriesError naming the row, because
-silently sorting would hide a broken export.
+`../shared/traces/` load as they are. Rows must be in time order: a row that
+goes back in time is a SeriesError naming the row, because silently sorting
+would hide a broken export. A repeated timestamp (two NAB CloudWatch files
+have eleven) is merged into one sample holding the mean of its values, and
+the series carries a warning saying so.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class RawSeries:
     name: str
     times: np.ndarray
     values: np.ndarray
+    warnings: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.times)
@@ -70,16 +73,35 @@ def load_csv(path: str | Path, *, time_column: str | None = None, value_column: 
             raise SeriesError(f"{path}: row {i + 2} has {len(row)} fields, expected at least {width}")
     times = parse_times([r[t_idx] for r in body], column=header[t_idx])
     values = np.array([_number(r[v_idx]) for r in body], dtype=np.float64)
-    check_order(times, source=str(path))
-    return RawSeries(name=str(path), times=times, values=values)
+    check_order(times, source=str(path), allow_repeats=True)
+    times, values, warnings = merge_repeats(times, values, source=str(path))
+    return RawSeries(name=str(path), times=times, values=values, warnings=warnings)
 
 
-def check_order(times: np.ndarray, *, source: str) -> None:
-    """Raise SeriesError at the first repeated or backwards timestamp (row numbers count the header)."""
+def merge_repeats(times: np.ndarray, values: np.ndarray, *, source: str) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """Merge samples sharing a timestamp into their mean; the warning names how many and where."""
+    if len(times) < 2:
+        return times, values, ()
+    repeated = np.flatnonzero(np.diff(times) == 0)
+    if repeated.size == 0:
+        return times, values, ()
+    unique, index = np.unique(times, return_inverse=True)
+    finite = np.isfinite(values)
+    sums = np.bincount(index, weights=np.where(finite, values, 0.0), minlength=len(unique))
+    counts = np.bincount(index, weights=finite.astype(float), minlength=len(unique))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        merged = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    note = (f"{source}: {repeated.size} repeated timestamp(s), first on row {int(repeated[0]) + 3}; "
+            "each repeat was merged into one sample holding the mean of its values")
+    return unique, merged, (note,)
+
+
+def check_order(times: np.ndarray, *, source: str, allow_repeats: bool = False) -> None:
+    """Raise SeriesError at the first backwards (or, unless allowed, repeated) timestamp; rows count the header."""
     if len(times) < 2:
         return
     diffs = np.diff(times)
-    bad = np.flatnonzero(diffs <= 0)
+    bad = np.flatnonzero(diffs < 0 if allow_repeats else diffs <= 0)
     if bad.size:
         i = int(bad[0])
         kind = "repeats" if diffs[i] == 0 else "goes back in time from"

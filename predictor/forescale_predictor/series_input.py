@@ -43,8 +43,12 @@ def read_series(
     step_seconds: float | None = None,
     time_column: str | None = None,
     value_column: str | None = None,
+    warnings: list[str] | None = None,
 ) -> tuple[History, str]:
-    """A one-feature History (`value`) on a regular grid, and the kind of file it came from."""
+    """A one-feature History (`value`) on a regular grid, and the kind of file it came from.
+
+    Notes about repaired input (merged repeated timestamps) are appended to `warnings`.
+    """
     path = Path(path)
     if not path.exists():
         raise SeriesError(f"{path} does not exist")
@@ -55,6 +59,8 @@ def read_series(
         raw = load_azure_trace(path, step_seconds or TRACE_STEP_SECONDS)
     else:
         raw = load_csv(path, time_column=time_column, value_column=value_column)
+    if warnings is not None:
+        warnings.extend(raw.warnings)
     if len(raw) < 2:
         raise SeriesError(f"{path} has {len(raw)} sample(s); a series needs many more")
     step = step_seconds or native_step(raw.times)

@@ -43,16 +43,21 @@ def test_named_columns(tmp_path):
         ("timestamp,value\n", "no rows"),
         ("foo,bar\n1,2\n", "no a time column"),
         ("timestamp,other\n0,1\n", "no a value column"),
-        ("timestamp,value\n0,1\n60,2\n60,3\n", "repeats"),
         ("timestamp,value\n0,1\n120,2\n60,3\n", "goes back in time"),
         ("timestamp,value\nyesterday,1\n", "cannot read 'yesterday'"),
     ],
-    ids=["empty", "header-only", "no-time", "no-value", "duplicate", "non-monotonic", "bad-time"],
+    ids=["empty", "header-only", "no-time", "no-value", "non-monotonic", "bad-time"],
 )
 def test_bad_csv_gets_clear_error(tmp_path, text, message):
     with pytest.raises(SeriesError) as info:
         load_csv(write(tmp_path, text))
     assert message in str(info.value)
+
+
+def test_repeated_timestamps_are_merged_and_declared(tmp_path):
+    raw = load_csv(write(tmp_path, "timestamp,value\n0,1\n60,2\n60,4\n120,5\n"))
+    assert raw.times.tolist() == [0, 60, 120] and raw.values.tolist() == [1, 3, 5]
+    assert len(raw.warnings) == 1 and "1 repeated timestamp(s), first on row 4" in raw.warnings[0]
 
 
 def test_missing_file():
