@@ -65,6 +65,16 @@ def _condition(stack, ctype):
     return next((c["status"] for c in _status(stack).get("conditions") or [] if c["type"] == ctype), None)
 
 
+def _story(stack) -> str:
+    """The resource's events and status, for a failure message."""
+    lines = [f"{e.get('type')} {e.get('reason')}: {e.get('message')}" for e in stack.events(NAME)]
+    status = _status(stack)
+    lines.append(f"phase {status.get('phase')}, weights {status.get('weights')}, cutback {status.get('cutback')}, "
+                 f"last decision: {status.get('lastDecision')}")
+    lines.append(f"engine capacity: {json.loads(status.get('engine') or '{}').get('capacity')}")
+    return "\n".join(lines)
+
+
 def test_incident_cutback_restart_and_prometheus_outage(tmp_path):
     settings = DemoSettings(step_seconds=2, cutback_interval_seconds=5, cutback_stable_seconds=6, startup_seconds=2.0)
     # FORESCALE_E2E_WORKDIR keeps the processes' logs somewhere that outlives pytest's tmp rotation.
@@ -97,7 +107,10 @@ def test_incident_cutback_restart_and_prometheus_outage(tmp_path):
             time.sleep(3)
             assert _status(stack)["cutback"]["step"] >= step  # resumed, not restarted
             assert _reasons(stack).count("EmergencyStarted") == 1
-            wait_until(lambda: "CutbackCompleted" in _reasons(stack), 90, 0.5, "CutbackCompleted")
+            try:
+                wait_until(lambda: "CutbackCompleted" in _reasons(stack), 90, 0.5, "CutbackCompleted")
+            except Exception as exc:
+                raise AssertionError(f"{exc}\n{_story(stack)}") from None
             assert _route_weights(stack) == {"a": 100, "b": 0}
             reasons = _reasons(stack)
             order = [reasons.index(r) for r in ("EmergencyStarted", "TrafficShifted", "PrecisionDowngraded", "Recovered", "CutbackCompleted")]

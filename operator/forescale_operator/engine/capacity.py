@@ -10,7 +10,8 @@ the pool's latency.
   `rate x target / latency` (never below `min_overload_factor x rate`, since a
   saturated queue makes latency grow without bound), and the estimate moves
   part of the way (`capacity_smoothing`) towards that bound. It never goes
-  below the proven ceiling divided by `max_slowdown`: when a pool is that much
+  below the proven ceiling (or, before more is proven, the fallback) divided
+  by `max_slowdown`: when a pool is that much
   slower than it has proven to be (a slowdown, a fragmented cache), latency no
   longer follows load, every added pod lowers the rate per pod, and learning
   from it would add pods without end. That is a fault for the playbook.
@@ -64,7 +65,8 @@ def learn(
     else:
         bound = per_pod * max(params.min_overload_factor, target_ms / obs.latency_ms)
         rps = current + params.capacity_smoothing * (min(current, bound) - current)
-        floor = proven_ceiling(out, pool, precision, params, own=ceiling) / params.max_slowdown
+        anchor = max(proven_ceiling(out, pool, precision, params, own=ceiling), fallback_for(precision, params))
+        floor = anchor / params.max_slowdown
         rps = max(rps, min(current, floor))
     out[k] = CapacityEstimate(rps=rps, ceiling=ceiling, samples=old.samples + 1)
     return out
@@ -113,4 +115,9 @@ def capacity_for(
     if others:
         _, other_precision, rps = max(others)
         return max(proven, rps * params.speed(precision) / params.speed(other_precision))
-    return max(proven, params.fallback_capacity_rps * params.speed(precision) / params.speed("fp16"))
+    return max(proven, fallback_for(precision, params))
+
+
+def fallback_for(precision: str, params: EngineParams) -> float:
+    """The documented fallback capacity (`fallback_capacity_rps`, at fp16) at `precision`."""
+    return params.fallback_capacity_rps * params.speed(precision) / params.speed("fp16")

@@ -90,3 +90,11 @@ def test_ceiling_carries_across_precisions():
     for ready in range(4, 30):
         capacity = learn(capacity, "a", "int8", _pool(40.0, 2000.0, ready=ready), SLO, PARAMS)
     assert capacity_for(capacity, "a", "int8", PARAMS) >= 60.0 / 0.6 / 3 - 1e-6
+
+
+def test_an_incident_right_after_start_does_not_spiral_either():
+    # Barely any load proven yet (1 rps per pod), then a slowdown: the fallback anchors the floor.
+    capacity = _learn_all([(4.0, 150.0)] * 3)
+    for ready in range(4, 30):
+        capacity = learn(capacity, "a", "fp16", _pool(40.0, 3000.0, ready=ready), SLO, PARAMS)
+    assert capacity_for(capacity, "a", "fp16", PARAMS) == pytest.approx(PARAMS.fallback_capacity_rps / PARAMS.max_slowdown, rel=0.02)
