@@ -1,0 +1,118 @@
+"""A tiny Prometheus stand-in for the odd answers a real one rarely gives on demand.
+
+It speaks just enough of `/api/v1/query` for `prometheus-api-client`:
+healthy answers come from `latency_ms` / `rate`; `mode` switches to a fault:
+
+| mode | answer |
+|---|---|
+| ok | one sample per query, by what the query asks for |
+| nan | `"NaN"` as every value |
+| empty | `result: []` |
+| garbage | an HTML page with status 200 (a proxy's error page) |
+| wrong-shape | `result` is an object, not a list |
+| not-a-number | values that are not numbers (`"abc"`) |
+| two-series | two series where one is expected |
+| http-500 | a 500 with a JSON error body |
+| slow | waits `slow_seconds` before answering (longer than the client's timeout) |
+
+`stop()` closes the listening socket (connection refused: Prometheus down);
+`start()` opens it again on the same port.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+MODES = ("ok", "nan", "empty", "garbage", "wrong-shape", "not-a-number", "two-series", "http-500", "slow")
+
+
+class FakePrometheus:
+    def __init__(self) -> None:
+        self.mode = "ok"
+        self.latency_ms = 60.0
+        self.rate = 40.0
+        self.slow_seconds = 1.0
+        self.queries: list[str] = []
+        self.port = 0
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "FakePrometheus":
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # keep the test output clean
+                pass
+
+            def do_GET(self) -> None:
+                self._answer(parse_qs(urlparse(self.path).query).get("query", [""])[0])
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                form = parse_qs(self.rfile.read(length).decode())
+                self._answer(form.get("query", [""])[0])
+
+            def _answer(self, query: str) -> None:
+                fake.queries.append(query)
+                status, body, kind = fake.answer(query)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", kind)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (the slow mode): that is the point
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def value_for(self, query: str) -> float:
+        if "histogram_quantile" in query:
+            return self.latency_ms if 'pool="b"' not in query else 30.0
+        if "code=~" in query:
+            return 0.0
+        if "queue_depth" in query:
+            return 0.0
+        if "quality_agreement" in query:
+            return 0.99
+        return self.rate if 'pool="b"' not in query else 0.0
+
+    def answer(self, query: str) -> tuple[int, bytes, str]:
+        mode = self.mode
+        now = time.time()
+        if mode == "slow":
+            time.sleep(self.slow_seconds)
+            mode = "ok"
+        if mode == "garbage":
+            return 200, b"<html><body>502 Bad Gateway</body></html>", "text/html"
+        if mode == "http-500":
+            return 500, json.dumps({"status": "error", "errorType": "internal", "error": "query failed"}).encode(), "application/json"
+        labels = {"pool": "a", "precision": "fp16"}
+        if mode == "empty":
+            result: object = []
+        elif mode == "wrong-shape":
+            result = {"metric": labels, "value": [now, "1"]}
+        elif mode == "two-series":
+            result = [{"metric": labels, "value": [now, "1"]}, {"metric": {**labels, "pool": "b"}, "value": [now, "2"]}]
+        else:
+            value = {"nan": "NaN", "not-a-number": "abc"}.get(mode, repr(self.value_for(query)))
+            result = [{"metric": labels, "value": [now, value]}]
+        body = {"status": "success", "data": {"resultType": "vector", "result": result}}
+        return 200, json.dumps(body).encode(), "application/json"
