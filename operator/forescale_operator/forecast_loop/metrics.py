@@ -28,7 +28,8 @@ class LoopMetrics:
     without one then gets None (no data) and the operator only keeps status true."""
 
     def __init__(self, default_url: str | None, *, clock: Callable[[], float] = time.time,
-                 build: Callable[[str], MetricSource] | None = None, keep_seconds: float = 3600.0) -> None:
+                 build: Callable[[str], MetricSource] | None = None, keep_seconds: float = 3600.0,
+                 batch: bool = True) -> None:
         self.default_url = default_url
         self.configured = bool(default_url)
         self._clock = clock
@@ -36,6 +37,8 @@ class LoopMetrics:
         self._sources: dict[str, MetricSource] = {}
         self._buffers: dict[str, HistoryBuffer] = {}
         self._keep = keep_seconds
+        #: grouped queries shared by all resources (readings/prometheus_batched.py); False: per resource
+        self.batch = batch
 
     def buffer(self, owner: Owner) -> HistoryBuffer:
         return self._buffers.setdefault(owner.uid, HistoryBuffer(self._keep))
@@ -44,7 +47,8 @@ class LoopMetrics:
         self._buffers.pop(owner.uid, None)
 
     async def observe(self, owner: Owner, spec: InferenceSpec) -> LoopReadings | None:
-        source = make_metric_source(spec, self.default_url, cache=self._sources, build=self._build)
+        source = make_metric_source(spec, self.default_url, cache=self._sources, build=self._build,
+                                    batch=self.batch)
         if isinstance(source, NoopMetricSource):
             return None
         now = self._clock()
