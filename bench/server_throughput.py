@@ -1,6 +1,6 @@
 """Serving benchmarks for the model server on the real all-MiniLM-L6-v2.
 
-    .venv/bin/python bench/server_throughput.py [--seconds 4]
+    .venv/bin/python bench/server_throughput.py [--seconds 8] [--only batching|cache|mix]
 
 1. Dynamic batching vs one request at a time (`--max-batch 1`) vs a plain
    one-request-per-call handler around sentence-transformers' `encode`, under
@@ -131,9 +131,12 @@ async def open_loop(session, base: str, rate: float, seconds: float, tag: str) -
         tasks.append(asyncio.ensure_future(one(i)))
         i += 1
         t += rng.expovariate(rate)
+    sent_over = time.perf_counter() - begin
     await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - begin
-    return {"offered": rate, "achieved": len(latencies) / elapsed, "p99_ms": p99(latencies), "errors": errors}
+    # Poisson counts vary: "offered" is what was really sent per second.
+    return {"offered": len(tasks) / sent_over, "achieved": len(latencies) / elapsed, "p99_ms": p99(latencies), "errors": errors,
+            "sent": len(tasks), "done": len(latencies)}
 
 
 async def batching_comparison(seconds: float, rates: list[float]) -> None:
@@ -155,15 +158,16 @@ async def batching_comparison(seconds: float, rates: list[float]) -> None:
                 for rate in rates:
                     step = await open_loop(session, base, rate, seconds, f"{name}-{rate}")
                     print(f"{name:<30}{step['offered']:>9.0f}{step['achieved']:>10.1f}{step['p99_ms']:>10.1f}{step['errors']:>8}")
-                    if step["p99_ms"] <= SLO_MS and step["errors"] == 0 and step["achieved"] >= 0.9 * rate:
-                        best[name] = max(best[name], step["achieved"])
+                    # Sustained: everything sent was served, without errors, within the SLO at p99.
+                    if step["p99_ms"] <= SLO_MS and step["errors"] == 0 and step["done"] == step["sent"]:
+                        best[name] = max(best[name], step["offered"])
                     elif step["p99_ms"] > 4 * SLO_MS:
                         break  # far past the knee: higher rates only queue
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
     ref = best["forescale --max-batch 1"] or float("nan")
-    print(f"\nhighest sustained rate with p99 <= {SLO_MS:.0f} ms (ratio to one-at-a-time):")
+    print(f"\nhighest offered rate served with p99 <= {SLO_MS:.0f} ms (ratio to one-at-a-time):")
     for name, value in best.items():
         print(f"  {name:<30}{value:>8.1f} req/s{value / ref:>8.2f}x")
 
@@ -247,7 +251,7 @@ async def quant_and_cache(requests: int, clients: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="model-server throughput benchmarks")
-    parser.add_argument("--seconds", type=float, default=4.0, help="seconds per offered-load step")
+    parser.add_argument("--seconds", type=float, default=8.0, help="seconds per offered-load step")
     parser.add_argument("--rates", default="10,20,40,80,120,160,240", help="offered loads, req/s")
     parser.add_argument("--only", choices=["batching", "cache", "mix"], default=None)
     args = parser.parse_args()
