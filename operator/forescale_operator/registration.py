@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping
 
@@ -139,7 +140,11 @@ async def converge(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_
 async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: logging.Logger, **_: Any) -> None:
     """Tick every forecast.stepSeconds (re-read live from the spec) until the resource goes or the operator pauses."""
     config: Config = memo.config
+    scheduled: float | None = None
     while not stopped:
+        started = time.monotonic()
+        if scheduled is not None:
+            operator_metrics.TICK_LAG.observe(max(0.0, started - scheduled))
         raw = plain(body)
         step = _step_seconds(raw, config)
         try:
@@ -157,6 +162,8 @@ async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, lo
         except Exception:  # noqa: BLE001 - a bug in one tick must not end this resource's loop for good
             operator_metrics.TICKS.labels("error").inc()
             logger.exception("tick failed unexpectedly, next in %gs", step)
+        operator_metrics.TICK_DURATION.observe(time.monotonic() - started)
+        scheduled = started + step
         await stopped.wait(step)
 
 

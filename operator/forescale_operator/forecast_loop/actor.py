@@ -29,6 +29,7 @@ from ..readings.observations import PoolState, build_observations
 from ..reasons import Reason
 from ..snapshot import snapshot_configmap
 from ..spec import InferenceSpec
+from ..status import StatusUpdate, write_status
 from ..weights import Weights
 from .admin_token import read_admin_token
 from .forecaster import CONFIG_MAPS
@@ -64,6 +65,11 @@ def _iso(epoch: float | None) -> str | None:
     return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _moves_the_incident(before: EngineState, after: EngineState) -> bool:
+    """An incident starts, changes stage or ends, or the cut-back takes a step."""
+    return before.incident != after.incident or before.cutback_step != after.cutback_step
+
+
 class Actor:
     """One per operator; keeps a `ResourceMemory` per resource uid."""
 
@@ -82,7 +88,6 @@ class Actor:
 
     async def __call__(self, *, ctx: Any, spec: InferenceSpec, observation: Any, observations: LoopReadings,
                       forecast: Forecast | None, update: Any, deps: Any) -> Decision:
-        started = time.perf_counter()
         owner: Owner = ctx.owner
         status: Mapping[str, Any] = ctx.status
         memory = self.memory.setdefault(owner.uid, ResourceMemory())
@@ -101,11 +106,16 @@ class Actor:
             PoolState(observation.a.desired, observation.a.ready, runtime_a, pods["a"].startup_seconds),
             PoolState(observation.b.desired, observation.b.ready, spec.b.precision, pods["b"].startup_seconds),
         )
+        # Decision time = engine + forecast compute (the issue's goal); API reads are not in it.
+        started = time.perf_counter()
         decision = decide(spec, state, obs, forecast, now, EngineParams(name=owner.name))
         decided = time.perf_counter()
+        forecast_seconds = getattr(getattr(deps, "forecaster", None), "seconds", {}).pop(owner.uid, 0.0)
         memory.record(decision, now)
 
         if not decision.preview:
+            if _moves_the_incident(state, decision.state):
+                await self._write_ahead(ctx, owner, decision, deps)
             raw_spec = (ctx.body or {}).get("spec") or {}
             await self._carry_out(owner, spec, raw_spec, decision, observation, observations, forecast, pods, memory, deps, now)
         else:
@@ -113,10 +123,27 @@ class Actor:
                 await deps.events.post(event.reason, event.message)
 
         self._record_status(update, spec, decision, forecast, observations, memory, now, owner)
-        self._record_telemetry(owner, spec, decision, forecast, observations, observation, decided - started)
+        self._record_telemetry(owner, spec, decision, forecast, observations, observation,
+                               decided - started + forecast_seconds)
         return decision
 
     # -- acting ------------------------------------------------------------
+
+    async def _write_ahead(self, ctx: Any, owner: Owner, decision: Decision, deps: Any) -> None:
+        """Record the incident stage and cut-back step before acting on them.
+
+        Why: an operator killed between posting EmergencyStarted (or moving a
+        cut-back step) and the tick's status write would otherwise restart from
+        the old state and start the same incident, or take the same step,
+        again. With the state written first, a restart resumes; what the kill
+        interrupted is re-asserted by the next tick (weights, replicas, the
+        runtime precision on pods that report another).
+        """
+        ahead = StatusUpdate(ctx.status, (ctx.body.get("metadata") or {}).get("generation"))
+        ahead.phase(decision.phase)
+        ahead.engine_state(decision.state.to_status())
+        ahead.cutback(decision.state.cutback_step, _iso(decision.state.cutback_next_at))
+        await write_status(deps.api, owner.namespace, owner.name, ahead)
 
     async def _carry_out(self, owner: Owner, spec: InferenceSpec, raw_spec: Mapping[str, Any], decision: Decision, observation: Any,
                          readings: LoopReadings, forecast: Forecast | None, pods: dict[str, PoolPods],
