@@ -7,9 +7,10 @@ Accuracy on the 300 calibration sentences (Zen of Python + Python stdlib
 docstrings, see calibration_sentences.txt): mean cosine with fp32 per sentence
 and the Spearman correlation of all 44,850 pairwise similarities. Speed: model
 forward + pooling on distinct inputs (no cache), median of interleaved rounds,
-batch 32 and batch 1, 2 torch threads. The machine's 2 cores are shared with
-other jobs, so absolute times are noisy; ratios from the same round are the
-figures to read.
+batch 32 and batch 1, `--threads` torch threads (default 1: on 2 cores shared
+with other jobs, two OpenMP threads get descheduled and their barrier waits
+swamp the timings). Absolute times are noisy; ratios from the same round are
+the figures to read.
 """
 
 from __future__ import annotations
@@ -124,12 +125,12 @@ def _post(url: str, body: dict, token: str | None = None) -> dict:
         return json.loads(r.read())
 
 
-def http_end_to_end(rounds: int) -> None:
+def http_end_to_end(rounds: int, threads: int) -> None:
     """fp32 vs the server's int8 through `forescale serve`, cache off, distinct inputs."""
     port, token = _port(), "bench"
     env = dict(os.environ, FORESCALE_ADMIN_TOKEN=token)
     proc = subprocess.Popen([sys.executable, "-m", "forescale_cli.main", "serve", "--port", str(port), "--cache-policy", "none",
-                             "--threads", "2", "--log-level", "WARNING"], env=env, stderr=subprocess.DEVNULL)
+                             "--threads", str(threads), "--log-level", "WARNING"], env=env, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(600):
@@ -165,13 +166,14 @@ def main() -> None:
     parser.add_argument("--measure-sensitivity", action="store_true", help="measure per-layer sensitivity (minutes on 2 cores)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-http", action="store_true")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads, here and in the HTTP server")
     args = parser.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     backend = EncoderBackend(minilm_dir(), "minilm", max_batch=32)
     backend.load_sync()
     frontier(backend, args.measure_sensitivity, args.rounds)
     if not args.skip_http:
-        http_end_to_end(args.rounds)
+        http_end_to_end(args.rounds, args.threads)
 
 
 if __name__ == "__main__":

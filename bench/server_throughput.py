@@ -37,6 +37,9 @@ import aiohttp
 from forescale_server.calibration import calibration_sentences
 
 TOKEN = "bench"
+#: torch threads in every server (--threads); 1 by default: on 2 cores shared
+#: with other jobs, two OpenMP threads get descheduled and barrier waits dominate
+THREADS = 1
 SLO_MS = 250.0
 
 PLAIN_ST_SERVER = r'''
@@ -46,7 +49,7 @@ import torch
 from aiohttp import web
 from sentence_transformers import SentenceTransformer
 from forescale_server.model_files import minilm_dir
-torch.set_num_threads(2)
+torch.set_num_threads(int(sys.argv[2]))
 model = SentenceTransformer(str(minilm_dir()), device="cpu")
 pool = ThreadPoolExecutor(1)
 
@@ -74,14 +77,14 @@ def _port() -> int:
 def start_forescale(*flags: str) -> tuple[subprocess.Popen, str]:
     port = _port()
     env = dict(os.environ, FORESCALE_ADMIN_TOKEN=TOKEN)
-    proc = subprocess.Popen([sys.executable, "-m", "forescale_cli.main", "serve", "--port", str(port), "--threads", "2", "--log-level", "WARNING", *flags],
+    proc = subprocess.Popen([sys.executable, "-m", "forescale_cli.main", "serve", "--port", str(port), "--threads", str(THREADS), "--log-level", "WARNING", *flags],
                             env=env, stderr=subprocess.DEVNULL)
     return proc, f"http://127.0.0.1:{port}"
 
 
 def start_plain() -> tuple[subprocess.Popen, str]:
     port = _port()
-    proc = subprocess.Popen([sys.executable, "-c", PLAIN_ST_SERVER, str(port)], stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-c", PLAIN_ST_SERVER, str(port), str(THREADS)], stderr=subprocess.DEVNULL)
     return proc, f"http://127.0.0.1:{port}"
 
 
@@ -179,7 +182,7 @@ async def cache_hit_path() -> None:
     from forescale_server.request_parsing import EmbeddingRequest
     from forescale_server.server import ModelServer
 
-    server = ModelServer(make_backend("minilm", "fp32", None, threads=2), ServerConfig(), AdminToken(None))
+    server = ModelServer(make_backend("minilm", "fp32", None, threads=THREADS), ServerConfig(), AdminToken(None))
     await server.start()
     await server.wait_ready()
     req = EmbeddingRequest(inputs=["Beautiful is better than ugly."], model=None)
@@ -254,7 +257,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0, help="seconds per offered-load step")
     parser.add_argument("--rates", default="10,20,40,80,120,160,240", help="offered loads, req/s")
     parser.add_argument("--only", choices=["batching", "cache", "mix"], default=None)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads in each server")
     args = parser.parse_args()
+    global THREADS
+    THREADS = args.threads
     rates = [float(r) for r in args.rates.split(",")]
     if args.only in (None, "batching"):
         asyncio.run(batching_comparison(args.seconds, rates))

@@ -1,0 +1,462 @@
+"""One operator, many InferenceDeployments: `python -m bench.operator_scale [--resources N] [--seconds S]`.
+
+Issue 6's performance goal: with 1,000 InferenceDeployments in the emulated
+API and a Prometheus answering for all of them, one operator process keeps
+every timer on schedule at a 15 s step, with engine + forecast under 5 ms p99
+per resource, under one core and under 1 GiB.
+
+What runs (everything real except the Kubernetes API and the serving pods):
+- the emulated API server (KMock, `ready_deployments=True`: Deployments report
+  their replicas ready without pods), in this process;
+- a synthetic exporter (a subprocess) that exports the `forescale_*` series of
+  N deployments x 2 pools with the model server's own histogram buckets, a
+  slow sine of load per deployment and latency that grows with it;
+- Debian's real Prometheus scraping it every 5 s;
+- the real operator, `forescale operator -A`, as a subprocess.
+
+Measured from outside: CPU share (utime+stime from /proc/<pid>/stat over the
+measured window / wall), peak RSS (VmHWM), Prometheus queries per 15 s
+(Prometheus' own `prometheus_http_requests_total{handler="/api/v1/query"}`);
+from the operator's metrics: the decision time per resource
+(`forescale_operator_decision_duration_seconds`: engine + forecast compute),
+tick lag (`forescale_operator_tick_lag_seconds`: start past previous start +
+step) and ticks run. Then, side by side in this process against the same
+Prometheus, the per-resource source and the batched one read M resources
+(queries and time per resource, and whether their values agree).
+
+This machine's 2 cores are shared with other work (and, during the run, with
+Prometheus, the exporter and the emulated API server): absolute figures are
+noisy. Goals are printed as ratios (measured / goal; under 1 is met).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+STEP = 15
+GOAL_DECISION_P99 = 0.005
+GOAL_CPU = 1.0
+GOAL_RSS = 1024 ** 3
+TEMPLATE = {"spec": {"containers": [{"name": "server", "image": "forescale/server:bench",
+                                     "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+
+
+# -- the synthetic exporter (runs in its own process) -------------------------
+
+def latency_buckets() -> list[float]:
+    """The model server's buckets (forescale_server/metrics.py): geometric, ratio 1.2, 0.5 ms to 10 s."""
+    buckets, b = [], 0.0005
+    while b < 10.0:
+        buckets.append(round(b, 6))
+        b *= 1.2
+    buckets.append(10.0)
+    return buckets
+
+
+class Exporter:
+    """Cumulative counters for N deployments x 2 pools, advanced at each scrape by the time since the last.
+
+    Written as exposition text directly: a prometheus_client registry builds
+    one Python object per sample (~130,000 here), which costs seconds per
+    scrape on a shared core; the text is the same format.
+    """
+
+    def __init__(self, resources: int, namespaces: int, seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        self.names = [(f"bench-{i % namespaces}", f"svc-{i:04d}") for i in range(resources)]
+        self.base = rng.uniform(2.0, 40.0, resources)  # requests/s on pool a
+        self.phase = rng.uniform(0, 2 * math.pi, resources)
+        self.median = rng.uniform(0.03, 0.09, resources)  # seconds at base load
+        self.buckets = np.array(latency_buckets())
+        n = resources
+        self.counts = np.zeros((n, 2, self.buckets.size))
+        self.total = np.zeros((n, 2))
+        self.sum = np.zeros((n, 2))
+        self.errors = np.zeros((n, 2))
+        self.last = time.time()
+        self.lock = threading.Lock()
+        le = [f"{b:g}" for b in self.buckets] + ["+Inf"]
+        self.bucket_prefix = []
+        self.other_prefix = []
+        for ns, dep in self.names:
+            for pool, precision in (("a", "fp16"), ("b", "int8")):
+                labels = f'namespace="{ns}",deployment="{dep}",pool="{pool}",precision="{precision}"'
+                self.bucket_prefix.append([f'forescale_request_duration_seconds_bucket{{{labels},stage="total",le="{x}"}} ' for x in le])
+                self.other_prefix.append(labels)
+
+    def advance(self) -> None:
+        now = time.time()
+        dt, self.last = now - self.last, now
+        load = 1.0 + 0.4 * np.sin(2 * math.pi * now / 900.0 + self.phase)  # a 15-minute swell
+        rate = np.stack([self.base * load, 0.1 * self.base * load], axis=1)  # b takes a tenth
+        median = np.stack([self.median * load, 0.7 * self.median * load], axis=1)
+        sigma = 0.5
+        from scipy.special import ndtr
+
+        z = (np.log(self.buckets)[None, None, :] - np.log(median)[:, :, None]) / sigma
+        cdf = ndtr(z)
+        new = rate * dt
+        self.counts += new[:, :, None] * cdf
+        self.total += new
+        self.sum += new * median * math.exp(sigma ** 2 / 2)
+        self.errors += new * 0.002
+
+    def text(self) -> str:
+        with self.lock:
+            self.advance()
+            lines = []
+            n_pools = 2
+            for i in range(len(self.names)):
+                for p in range(n_pools):
+                    k = i * n_pools + p
+                    prefix = self.bucket_prefix[k]
+                    counts = self.counts[i, p]
+                    total = self.total[i, p]
+                    lines.extend(f"{prefix[j]}{counts[j]:.3f}" for j in range(counts.size))
+                    lines.append(f"{prefix[-1]}{total:.3f}")
+                    labels = self.other_prefix[k]
+                    lines.append(f'forescale_request_duration_seconds_count{{{labels},stage="total"}} {total:.3f}')
+                    lines.append(f'forescale_request_duration_seconds_sum{{{labels},stage="total"}} {self.sum[i, p]:.4f}')
+                    lines.append(f'forescale_requests_total{{{labels},code="200"}} {total - self.errors[i, p]:.3f}')
+                    lines.append(f'forescale_requests_total{{{labels},code="500"}} {self.errors[i, p]:.3f}')
+                    lines.append(f"forescale_queue_depth{{{labels}}} {int(total) % 5}")
+                    lines.append(f"forescale_quality_agreement{{{labels}}} {0.995 if p == 0 else 0.978}")
+            return "\n".join(lines) + "\n"
+
+
+def serve_exporter(port: int, resources: int, namespaces: int) -> None:
+    """`--exporter`: serve /metrics until killed."""
+    exporter = Exporter(resources, namespaces)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server interface
+            body = exporter.text().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+
+
+# -- measuring a process from outside ------------------------------------------
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (and its reaped children), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss(pid: int) -> int:
+    """VmHWM in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def scrape(url: str) -> dict[str, float]:
+    """A /metrics page as {series text: value} (comments dropped)."""
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.rpartition(" ")
+            try:
+                out[key] = float(value)
+            except ValueError:
+                continue
+    return out
+
+
+def histogram(before: dict[str, float], after: dict[str, float], name: str) -> list[tuple[float, float]]:
+    """[(upper bound, count in the window)] of an unlabelled histogram, cumulative."""
+    rows = []
+    for key, value in after.items():
+        if key.startswith(name + "_bucket{le="):
+            le = key.split('le="', 1)[1].rstrip('"}')
+            rows.append((float(le), value - before.get(key, 0.0)))
+    return sorted(rows)
+
+
+def quantile(rows: list[tuple[float, float]], q: float) -> float:
+    """Linear interpolation inside the bucket holding quantile q (Prometheus' histogram_quantile)."""
+    total = rows[-1][1] if rows else 0.0
+    if total <= 0:
+        return float("nan")
+    rank, lo, below = q * total, 0.0, 0.0
+    for le, cum in rows:
+        if cum >= rank:
+            if math.isinf(le):
+                return lo
+            return lo + (le - lo) * (rank - below) / max(cum - below, 1e-12)
+        lo, below = le, cum
+    return lo
+
+
+def share_at_most(rows: list[tuple[float, float]], bound: float) -> float:
+    total = rows[-1][1] if rows else 0.0
+    hit = next((cum for le, cum in rows if abs(le - bound) < 1e-12), float("nan"))
+    return hit / total if total else float("nan")
+
+
+def prometheus_queries(prom_url: str) -> float:
+    """Instant queries Prometheus has answered since it started (its own counter)."""
+    metrics = scrape(prom_url + "/metrics")
+    return sum(v for k, v in metrics.items() if k.startswith("prometheus_http_requests_total{") and 'handler="/api/v1/query"' in k)
+
+
+# -- the run --------------------------------------------------------------------
+
+def infd(namespace: str, name: str) -> dict:
+    return {
+        "apiVersion": "forescale.io/v1alpha1", "kind": "InferenceDeployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"slo": {"targetLatencyMs": 200},
+                 "pools": {"a": {"minReplicas": 2, "maxReplicas": 20, "template": TEMPLATE},
+                           "b": {"minReplicas": 1, "maxReplicas": 10, "template": TEMPLATE}},
+                 "forecast": {"stepSeconds": STEP},
+                 "traffic": {"router": "none"}},
+    }
+
+
+def wait_for(predicate, timeout: float, what: str, every: float = 2.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def compare_sources(prom_url: str, names: list[tuple[str, str]]) -> dict:
+    """Read the same resources through the per-resource source and the batched one, side by side."""
+    from forescale_operator.readings.prometheus import PrometheusMetricSource
+    from forescale_operator.readings.prometheus_batched import BatchedPrometheusMetricSource
+    from forescale_operator.spec import parse_spec
+
+    spec = parse_spec(infd("x", "y")["spec"])
+    out = {}
+    samples = {}
+    for label, source in (("per-resource", PrometheusMetricSource(prom_url)), ("batched", BatchedPrometheusMetricSource(prom_url))):
+        started, cpu0 = time.perf_counter(), time.process_time()
+        got = [source.sample(ns, name, spec, time.time()) for ns, name in names]
+        wall = time.perf_counter() - started
+        queries = sum(s.queries for s in got)
+        out[label] = {"resources": len(names), "queries": queries, "seconds": wall,
+                      "ms_per_resource": 1000 * wall / len(names), "queries_per_resource": queries / len(names),
+                      "cpu_seconds_here": time.process_time() - cpu0, "available": sum(s.available for s in got)}
+        samples[label] = got
+    close = 0
+    for a, b in zip(samples["per-resource"], samples["batched"]):
+        pairs = [(a.rate_rps, b.rate_rps), (a.latency_ms, b.latency_ms), (a.pool("a").rate_rps, b.pool("a").rate_rps),
+                 (a.pool("b").latency_ms, b.pool("b").latency_ms), (a.pool("a").agreement, b.pool("a").agreement)]
+        # the two reads are moments apart and a scrape may land between them: agree within 5%
+        close += all(x is not None and y is not None and abs(x - y) <= 0.05 * max(abs(x), abs(y), 1e-9) for x, y in pairs)
+    out["values_agree"] = close
+    return out
+
+
+def run(args: argparse.Namespace) -> dict:
+    from forescale_devcluster.apiserver import start_apiserver
+    from forescale_devcluster.prometheus_process import PrometheusProcess, find_prometheus
+
+    if find_prometheus() is None:
+        raise SystemExit("operator_scale: the prometheus binary is not installed (apt-get install -y prometheus)")
+    namespaces = tuple(f"bench-{i}" for i in range(args.namespaces))
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    procs: list[subprocess.Popen] = []
+    result: dict = {"resources": args.resources, "step_seconds": STEP}
+    exporter_port = free_port()
+    procs.append(subprocess.Popen([sys.executable, "-m", "bench.operator_scale", "--exporter", str(exporter_port),
+                                   "--resources", str(args.resources), "--namespaces", str(args.namespaces)], cwd=ROOT))
+    prom = PrometheusProcess(static_jobs={"synthetic": [f"127.0.0.1:{exporter_port}"]}, scrape_interval="5s")
+    api = None
+    operator = None
+    try:
+        prom.start()
+        series = 2 * args.resources
+        wait_for(lambda: (prom.query_value("count(forescale_requests_total)") or 0) >= 2 * series, 90, "the first scrape")
+        scraped = prom.query_value('count({__name__=~"forescale_.*"})')
+        log(f"Prometheus scrapes {scraped:.0f} series of the exporter")
+        api = start_apiserver(ROOT / "crds", ready_deployments=True, namespaces=namespaces)
+        started = time.perf_counter()
+        for i in range(args.resources):
+            api.put(infd(namespaces[i % len(namespaces)], f"svc-{i:04d}"))
+        log(f"created {args.resources} InferenceDeployments in {time.perf_counter() - started:.1f} s")
+
+        metrics_port = free_port()
+        env = dict(os.environ, KUBECONFIG=str(api.kubeconfig_path), FORESCALE_PROMETHEUS_URL=prom.url, FORESCALE_PEERING="",
+                   FORESCALE_METRICS_PORT=str(metrics_port), FORESCALE_HEALTH_PORT=str(free_port()),
+                   FORESCALE_LOG_LEVEL="WARNING", OMP_NUM_THREADS="1")
+        env.pop("FORESCALE_NAMESPACES", None)
+        env.pop("FORESCALE_METRICS_BATCH", None)
+        log_file = (work / "operator.log").open("w")
+        t_start = time.monotonic()
+        operator = subprocess.Popen([str(Path(sys.executable).parent / "forescale"), "operator", "-A"], env=env,
+                                    stdout=log_file, stderr=subprocess.STDOUT)
+        metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+
+        def all_pending_gone():
+            items = api.objects("inferencedeployments")
+            done = sum(1 for o in items if (o.get("status") or {}).get("phase") not in (None, "Pending"))
+            return done >= args.resources
+        wait_for(all_pending_gone, args.startup_timeout, "every resource to have a phase past Pending")
+        result["startup_seconds"] = time.monotonic() - t_start
+        log(f"operator: all {args.resources} resources reconciled and ticking after {result['startup_seconds']:.0f} s")
+
+        # Warm up until the histories hold the LSTM's lookback (16 x 15 s) or the warm-up time is over.
+        wait_until = t_start + args.warmup
+        while time.monotonic() < wait_until:
+            time.sleep(5)
+        before, cpu0, q0, t0 = scrape(metrics_url), cpu_seconds(operator.pid), prometheus_queries(prom.url), time.monotonic()
+        time.sleep(args.seconds)
+        after, cpu1, q1, t1 = scrape(metrics_url), cpu_seconds(operator.pid), prometheus_queries(prom.url), time.monotonic()
+        window = t1 - t0
+        result["measured_seconds"] = window
+        result["cpu_share"] = (cpu1 - cpu0) / window
+        result["peak_rss_bytes"] = peak_rss(operator.pid)
+        ticks = sum(after.get(f'forescale_operator_ticks_total{{result="{r}"}}', 0) - before.get(f'forescale_operator_ticks_total{{result="{r}"}}', 0)
+                    for r in ("ok", "error"))
+        errors = after.get('forescale_operator_ticks_total{result="error"}', 0) - before.get('forescale_operator_ticks_total{result="error"}', 0)
+        result["ticks"] = ticks
+        result["tick_errors"] = errors
+        result["ticks_expected"] = args.resources * window / STEP
+        result["prometheus_queries"] = q1 - q0
+        result["prometheus_queries_per_15s"] = (q1 - q0) / window * STEP
+        decision = histogram(before, after, "forescale_operator_decision_duration_seconds")
+        lag = histogram(before, after, "forescale_operator_tick_lag_seconds")
+        duration = histogram(before, after, "forescale_operator_tick_duration_seconds")
+        result["decision_p50_s"], result["decision_p99_s"] = quantile(decision, 0.5), quantile(decision, 0.99)
+        result["decision_share_le_5ms"] = share_at_most(decision, 0.005)
+        result["decisions"] = decision[-1][1] if decision else 0
+        result["tick_lag_p50_s"], result["tick_lag_p99_s"] = quantile(lag, 0.5), quantile(lag, 0.99)
+        result["tick_lag_share_le_1s"] = share_at_most(lag, 1.0)
+        result["tick_duration_p50_s"], result["tick_duration_p99_s"] = quantile(duration, 0.5), quantile(duration, 0.99)
+        models: dict[str, int] = {}
+        for obj in api.objects("inferencedeployments"):
+            model = ((obj.get("status") or {}).get("forecast") or {}).get("model") or "none"
+            models[model] = models.get(model, 0) + 1
+        result["forecast_models"] = models
+        result["operator_alive"] = operator.poll() is None
+        if args.compare:
+            names = [(namespaces[i % len(namespaces)], f"svc-{i:04d}") for i in range(min(args.compare, args.resources))]
+            result["compare"] = compare_sources(prom.url, names)
+        return result
+    finally:
+        if operator is not None and operator.poll() is None:
+            operator.terminate()
+            try:
+                operator.wait(20)
+            except subprocess.TimeoutExpired:
+                operator.kill()
+        if api is not None:
+            api.stop()
+        prom.stop()
+        for proc in procs:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def log(text: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def report(r: dict) -> None:
+    ms = 1000.0
+    print(f"\nOne operator, {r['resources']} InferenceDeployments, step {r['step_seconds']} s, "
+          f"measured over {r['measured_seconds']:.0f} s after {r['startup_seconds']:.0f} s to reconcile all "
+          "(shared 2-core machine: noisy)")
+    rows = [
+        ("decision p50 (engine+forecast)", f"{r['decision_p50_s'] * ms:.2f} ms", ""),
+        ("decision p99 (engine+forecast)", f"{r['decision_p99_s'] * ms:.2f} ms", f"{r['decision_p99_s'] / GOAL_DECISION_P99:.2f} of 5 ms"),
+        ("decisions <= 5 ms", f"{100 * r['decision_share_le_5ms']:.1f} %", ""),
+        ("ticks run / scheduled", f"{r['ticks']:.0f} / {r['ticks_expected']:.0f}", f"{r['ticks'] / max(r['ticks_expected'], 1):.2f}"),
+        ("tick errors", f"{r['tick_errors']:.0f}", ""),
+        ("tick lag p50 / p99", f"{r['tick_lag_p50_s']:.2f} / {r['tick_lag_p99_s']:.2f} s", ""),
+        ("ticks starting <= 1 s late", f"{100 * r['tick_lag_share_le_1s']:.1f} %", ""),
+        ("tick wall p50 / p99", f"{r['tick_duration_p50_s']:.2f} / {r['tick_duration_p99_s']:.2f} s", ""),
+        ("Prometheus queries per 15 s", f"{r['prometheus_queries_per_15s']:.1f}", f"{r['prometheus_queries_per_15s'] / r['resources']:.3f} per resource"),
+        ("operator CPU share", f"{r['cpu_share']:.2f} core", f"{r['cpu_share'] / GOAL_CPU:.2f} of 1 core"),
+        ("operator peak RSS", f"{r['peak_rss_bytes'] / 2 ** 20:.0f} MiB", f"{r['peak_rss_bytes'] / GOAL_RSS:.2f} of 1 GiB"),
+        ("forecast model in status", ", ".join(f"{k}: {v}" for k, v in sorted(r["forecast_models"].items())), ""),
+    ]
+    width = max(len(a) for a, _, _ in rows)
+    for name, value, ratio in rows:
+        print(f"  {name:<{width}}  {value:>22}  {ratio}")
+    c = r.get("compare")
+    if c:
+        per, bat = c["per-resource"], c["batched"]
+        print(f"\nReading {per['resources']} resources once, side by side against the same Prometheus:")
+        print(f"  {'source':<14}{'queries':>9}{'per resource':>14}{'ms/resource':>13}{'available':>11}")
+        for label in ("per-resource", "batched"):
+            x = c[label]
+            print(f"  {label:<14}{x['queries']:>9}{x['queries_per_resource']:>14.2f}{x['ms_per_resource']:>13.2f}{x['available']:>11}")
+        print(f"  ratio per-resource / batched: queries {per['queries'] / max(bat['queries'], 1):.0f}x, "
+              f"time {per['seconds'] / max(bat['seconds'], 1e-9):.1f}x; values agree within 5% for {c['values_agree']} of {per['resources']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.operator_scale", description=__doc__.split("\n")[0])
+    parser.add_argument("--resources", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=120.0, help="measured window after the warm-up")
+    parser.add_argument("--warmup", type=float, default=300.0,
+                        help="seconds from operator start before measuring (the LSTM needs 16 x 15 s of history)")
+    parser.add_argument("--namespaces", type=int, default=5)
+    parser.add_argument("--compare", type=int, default=100, help="resources to read side by side (0: skip)")
+    parser.add_argument("--startup-timeout", type=float, default=600.0)
+    parser.add_argument("--workdir", default="/tmp/forescale-operator-scale")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
+    parser.add_argument("--exporter", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.resources < 1 or args.seconds <= 0 or args.namespaces < 1 or args.compare < 0:
+        print("operator_scale: --resources and --namespaces must be >= 1, --seconds > 0, --compare >= 0", file=sys.stderr)
+        return 2
+    if args.exporter is not None:
+        serve_exporter(args.exporter, args.resources, args.namespaces)
+        return 0
+    try:
+        result = run(args)
+    except (TimeoutError, RuntimeError) as exc:
+        print(f"operator_scale: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result))
+    else:
+        report(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
