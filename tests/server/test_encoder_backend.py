@@ -25,7 +25,7 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def encoder():
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)
     backend = EncoderBackend(minilm_dir(), "minilm", max_batch=16)
     backend.load_sync()
     yield backend
