@@ -1,0 +1,119 @@
+"""Bad-input campaign, CRD spec: every field out of range, of the wrong type, missing or of extreme size,
+through the CRD's schema, its CEL rules (cel-python) and the operator's own `parse_spec`.
+
+Property: each checker either accepts or rejects with a message naming the
+field; none raises anything else. A spec the schema and CEL accept and the
+operator rejects is allowed (the operator checks more) but must name the field.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from campaign_tally import TALLY
+
+from forescale_devcluster.crd_validation import validate, version_schema
+from forescale_operator.spec import SpecError, parse_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+CRD = yaml.safe_load((ROOT / "crds" / "forescale.io_inferencedeployments.yaml").read_text())
+SPEC_SCHEMA = version_schema(CRD, "v1alpha1")["properties"]["spec"]
+BASE = yaml.safe_load((ROOT / "crds" / "examples" / "full.yaml").read_text())["spec"]
+#: the long form (bench/campaign_inputs.py) raises this
+EXAMPLES = int(os.environ.get("FORESCALE_CAMPAIGN_EXAMPLES", "60"))
+
+
+def _leaves(value: Any, path: tuple = ()) -> list[tuple]:
+    """Every path into the example spec (objects and leaves), pod templates excluded beyond their root."""
+    out = [path] if path else []
+    if isinstance(value, dict) and path[-1:] != ("template",):
+        for key, sub in value.items():
+            out += _leaves(sub, path + (key,))
+    elif isinstance(value, list):
+        for i, sub in enumerate(value[:1]):
+            out += _leaves(sub, path + (i,))
+    return out
+
+
+PATHS = _leaves(BASE)
+MISSING = object()
+
+BAD_VALUES = st.one_of(
+    st.just(MISSING),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30),
+    st.text(min_size=5000, max_size=5000, alphabet="x\"}{$\\"),
+    st.lists(st.integers(), max_size=3),
+    st.lists(st.text(max_size=3), min_size=300, max_size=300),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+    st.sampled_from([0, -1, 101, 0.0, 1.0, 1.5, -0.5, 1e308, "fp64", "AUTO", "", "1"]),
+)
+
+
+def _mutate(spec: dict, path: tuple, value: Any) -> dict:
+    spec = copy.deepcopy(spec)
+    node = spec
+    for key in path[:-1]:
+        node = node[key]
+    if value is MISSING:
+        if isinstance(node, list):
+            node.pop(path[-1])
+        else:
+            node.pop(path[-1], None)
+    else:
+        node[path[-1]] = value
+    return spec
+
+
+def _dotted(path: tuple) -> str:
+    return ".".join(str(p) for p in path)
+
+
+@settings(max_examples=EXAMPLES, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutations=st.lists(st.tuples(st.sampled_from(PATHS), BAD_VALUES), min_size=1, max_size=3))
+def test_a_bad_spec_is_rejected_naming_the_field_or_parses(mutations):
+    spec = BASE
+    for path, value in mutations:
+        try:
+            spec = _mutate(spec, path, value)
+        except (KeyError, IndexError, TypeError):
+            continue  # an earlier mutation removed or replaced the parent: nothing to mutate
+    TALLY.cases("crd spec (schema + CEL + parse_spec)")
+
+    _, errors = validate({"spec": spec}, {"type": "object", "properties": {"spec": SPEC_SCHEMA}})
+    for error in errors:
+        where = error.split(":", 1)[0]
+        assert where.startswith("spec") and ": " in error, error
+
+    try:
+        parse_spec(spec)
+    except SpecError as exc:
+        assert exc.field and str(exc).startswith(f"spec.{exc.field}: ") and exc.reason, str(exc)
+        return
+    # The operator accepted it: then the API server must have too (the CRD is not looser than the operator).
+    assert not errors, f"parse_spec accepted what the CRD rejects: {errors}"
+
+
+@settings(max_examples=max(10, EXAMPLES // 3), derandomize=True, deadline=None)
+@given(path=st.sampled_from([p for p in PATHS if p[-1] in {"targetLatencyMs", "pools", "a", "b", "template", "slo"}]))
+def test_a_missing_required_field_is_rejected_by_both(path):
+    TALLY.cases("crd spec (schema + CEL + parse_spec)")
+    spec = _mutate(BASE, path, MISSING)
+    _, errors = validate({"spec": spec}, {"type": "object", "properties": {"spec": SPEC_SCHEMA}})
+    assert errors, f"the CRD accepted a spec without {_dotted(path)}"
+    try:
+        parse_spec(spec)
+    except SpecError as exc:
+        assert path[-1] in str(exc) or path[-2] in str(exc), str(exc)
+    else:
+        raise AssertionError(f"parse_spec accepted a spec without {_dotted(path)}")
