@@ -3,8 +3,8 @@
 From a CSV (`--csv`, columns found as DESIGN.md §6 says; `--latency-column`
 and `--rate-column` train a two-feature model like the packaged one) or from
 Prometheus (`--prometheus-url --query --start --end`, plus `--rate-query`
-for a second feature). The whole series is used for training, its last 15%
-(by time) for early stopping and the blend. `--json` prints one JSON object
+for a second feature). The whole series is used for training, its last 25%
+(by time) for early stopping and the blend, as in `forescale backtest`. `--json` prints one JSON object
 on stdout; progress and logs go to stderr.
 """
 
@@ -183,6 +183,10 @@ def _train(times, columns, step_s, horizon_s, lookback, epochs, seed, quiet):
     )
     if not quiet:
         log(f"training on {len(values)} steps of {step_s:g} s ({', '.join(names)}), lookback {lb}, horizon {steps} steps")
-    model = train([Segment(np.asarray(times, float), values)], config, TrainOptions(max_epochs=epochs, seed=seed, progress=not quiet))
+    from .backtest import VALID_FRACTION
+
+    # the same validation share as `forescale backtest`, which is what measured this procedure
+    options = TrainOptions(max_epochs=epochs, seed=seed, progress=not quiet, valid_fraction=VALID_FRACTION)
+    model = train([Segment(np.asarray(times, float), values)], config, options)
     info = {"training_span": {"start": float(times[0]), "end": float(times[-1]), "steps": int(len(values))}}
     return model, info
