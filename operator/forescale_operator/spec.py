@@ -173,6 +173,36 @@ def _string_list(raw: Mapping[str, Any], key: str, path: str) -> tuple[str, ...]
     return tuple(value)
 
 
+def _optional_string(raw: Mapping[str, Any], key: str, path: str) -> str:
+    value = raw.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise SpecError(f"{path}{key}", f"must be a string, got {value!r}")
+    return value
+
+
+#: parentRef fields that are strings, as in the CRD (Gateway API ParentReference)
+_PARENT_REF_STRINGS = ("namespace", "group", "kind", "sectionName")
+
+
+def _parent_refs(value: Any) -> list[Mapping[str, Any]]:
+    """The same checks as the CRD: they end up in the HTTPRoute, so a wrong type must not get that far."""
+    if not isinstance(value, list):
+        raise SpecError("traffic.parentRefs", f"must be a list of objects with a name, got {value!r}")
+    for i, ref in enumerate(value):
+        where = f"traffic.parentRefs[{i}]"
+        if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str) or not ref["name"]:
+            raise SpecError(f"{where}.name", f"must be a non-empty string, got {ref.get('name') if isinstance(ref, Mapping) else ref!r}")
+        for key in _PARENT_REF_STRINGS:
+            if key in ref and not isinstance(ref[key], str):
+                raise SpecError(f"{where}.{key}", f"must be a string, got {ref[key]!r}")
+        port = ref.get("port")
+        if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
+            raise SpecError(f"{where}.port", f"must be an integer from 1 to 65535, got {port!r}")
+    return value
+
+
 def validate_template(template: Any, path: str) -> Mapping[str, Any]:
     """A PodTemplateSpec needs at least one container with a name and an image.
 
@@ -254,17 +284,15 @@ def parse_spec(raw: Mapping[str, Any]) -> InferenceSpec:
     metrics = MetricsSpec(
         prometheus_url=url,
         preset=_choice(metrics_raw, "preset", "metrics.", "forescale", PRESETS),
-        latency_query=str(metrics_raw.get("latencyQuery") or ""),
-        rate_query=str(metrics_raw.get("rateQuery") or ""),
+        latency_query=_optional_string(metrics_raw, "latencyQuery", "metrics."),
+        rate_query=_optional_string(metrics_raw, "rateQuery", "metrics."),
     )
     if metrics.preset == "custom" and not (metrics.latency_query and metrics.rate_query):
         raise SpecError("metrics.latencyQuery", "preset custom needs both latencyQuery and rateQuery")
 
     traffic_raw = _section(raw, "traffic", "")
     cutback_raw = _section(traffic_raw, "cutback", "traffic.")
-    parent_refs = traffic_raw.get("parentRefs") or []
-    if not isinstance(parent_refs, list) or not all(isinstance(r, Mapping) and r.get("name") for r in parent_refs):
-        raise SpecError("traffic.parentRefs", "must be a list of objects with a name")
+    parent_refs = _parent_refs(traffic_raw.get("parentRefs") or [])
     traffic = TrafficSpec(
         router=_choice(traffic_raw, "router", "traffic.", "gatewayapi", ROUTERS),
         parent_refs=tuple(dict(r) for r in parent_refs),
