@@ -29,6 +29,7 @@ from ..readings.observations import PoolState, build_observations
 from ..reasons import Reason
 from ..snapshot import snapshot_configmap
 from ..spec import InferenceSpec
+from ..kube.refs import INFERENCE_DEPLOYMENTS
 from ..status import StatusUpdate, write_status
 from ..weights import Weights
 from .admin_token import read_admin_token
@@ -114,10 +115,19 @@ class Actor:
         memory.record(decision, now)
 
         if not decision.preview:
-            if _moves_the_incident(state, decision.state):
+            wrote_ahead = _moves_the_incident(state, decision.state)
+            if wrote_ahead:
                 await self._write_ahead(ctx, owner, decision, deps)
             raw_spec = (ctx.body or {}).get("spec") or {}
-            await self._carry_out(owner, spec, raw_spec, decision, observation, observations, forecast, pods, memory, deps, now)
+            posted: list[str] = []
+            try:
+                await self._carry_out(owner, spec, raw_spec, decision, observation, observations, forecast, pods, memory,
+                                      deps, now, posted)
+            except Exception:
+                if wrote_ahead and not posted:
+                    # Nothing was reported yet: put the old state back so the retry does the whole step, events included.
+                    await self._undo_write_ahead(ctx, owner, deps)
+                raise
         else:
             for event in decision.events:
                 await deps.events.post(event.reason, event.message)
@@ -145,9 +155,16 @@ class Actor:
         ahead.cutback(decision.state.cutback_step, _iso(decision.state.cutback_next_at))
         await write_status(deps.api, owner.namespace, owner.name, ahead)
 
+    async def _undo_write_ahead(self, ctx: Any, owner: Owner, deps: Any) -> None:
+        old = {key: ctx.status.get(key) for key in ("phase", "engine", "cutback")}
+        try:
+            await deps.api.patch(INFERENCE_DEPLOYMENTS, owner.namespace, owner.name, {"status": old}, subresource="status")
+        except Exception as exc:  # noqa: BLE001 - the original error is the one to raise
+            logger.warning("%s/%s: could not undo the status written ahead: %s", owner.namespace, owner.name, exc)
+
     async def _carry_out(self, owner: Owner, spec: InferenceSpec, raw_spec: Mapping[str, Any], decision: Decision, observation: Any,
                          readings: LoopReadings, forecast: Forecast | None, pods: dict[str, PoolPods],
-                         memory: ResourceMemory, deps: Any, now: float) -> None:
+                         memory: ResourceMemory, deps: Any, now: float, posted: list[str]) -> None:
         current = {"a": observation.a.desired, "b": observation.b.desired}
         desired = decision.desired_replicas
         pending_events: list[Event] = list(decision.events)
@@ -158,6 +175,7 @@ class Actor:
                 event = pending_events.pop(0)
                 done = event.reason in reasons
                 await deps.events.post(event.reason, event.message + (suffix if done else ""))
+                posted.append(event.reason.value)
                 if done:
                     return
 
@@ -195,6 +213,7 @@ class Actor:
 
         for event in pending_events:
             await deps.events.post(event.reason, event.message)
+            posted.append(event.reason.value)
 
     async def _admin(self, action: Action, spec: InferenceSpec, pods: dict[str, PoolPods], admin: AdminClient,
                      memory: ResourceMemory) -> str:
