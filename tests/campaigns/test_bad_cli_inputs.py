@@ -1,0 +1,102 @@
+"""Bad-input campaign, CLI inputs: the CSV of `forescale backtest` and the traces of `forescale replay`
+(random bytes, bad headers, NaN, unsorted and duplicated timestamps, wrong formats).
+
+Property: a result (exit 0) or a clear error and a non-zero exit; never a
+traceback. Run in-process with Typer's runner (a subprocess per case would
+cost seconds of imports); an exception escaping the command shows up as
+`result.exception`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from campaign_tally import TALLY
+from forescale_predictor.cli_backtest import app as backtest_app
+from forescale_sim.cli import app as replay_app
+
+EXAMPLES = int(os.environ.get("FORESCALE_CAMPAIGN_EXAMPLES", "60"))
+RUNNER = CliRunner()
+HEADERS = ["timestamp,value", "time,value", "TIMESTAMP,Value", "ts,val", "timestamp", "value,timestamp", "", "timestamp,value,extra",
+           "TIMESTAMP,ContextTokens,GeneratedTokens", "\ufefftimestamp,value"]
+VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), st.sampled_from(["NaN", "", "abc", "-1", "1e400", " 3 "]),
+                   st.integers(min_value=-5, max_value=10**6).map(str))
+TIMES = st.one_of(st.integers(min_value=0, max_value=2_000_000_000).map(str),
+                  st.sampled_from(["2023-11-16 18:15:46.6805900", "2024-01-01T00:00:00Z", "yesterday", "", "NaN", "1e20"]))
+
+
+@st.composite
+def csv_text(draw) -> bytes:
+    """A CSV with a drawn header and rows: sorted, unsorted, duplicated or garbage."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.binary(max_size=300))
+    header = draw(st.sampled_from(HEADERS))
+    n = draw(st.integers(0, 80))
+    order = draw(st.sampled_from(["sorted", "unsorted", "duplicated", "random"]))
+    if order == "random":
+        rows = [f"{draw(TIMES)},{draw(VALUES)}" for _ in range(min(n, 12))]
+    else:
+        start, step = 1_700_000_000, draw(st.sampled_from([1, 15, 60, 3600]))
+        times = [start + i * step for i in range(n)]
+        if order == "unsorted":
+            times = draw(st.permutations(times))
+        elif order == "duplicated":
+            times = [t for t in times for _ in (0, 1)]
+        values = [50 + 10 * math.sin(i / 5) for i in range(len(times))]
+        if draw(st.booleans()):
+            values = [draw(st.sampled_from([v, float("nan"), v, v])) for v in values]
+        rows = [f"{t},{v}" for t, v in zip(times, values)]
+    return ("\n".join([header, *rows]) + "\n").encode()
+
+
+def _write(data: bytes, suffix: str) -> Path:
+    handle = tempfile.NamedTemporaryFile("wb", suffix=suffix, delete=False)
+    with handle:
+        handle.write(data)
+    return Path(handle.name)
+
+
+def _check(result, what: str) -> None:
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        f"{what}: unhandled {type(result.exception).__name__}: {result.exception}\n{result.output[-1500:]}")
+    assert "Traceback" not in result.output, result.output[-1500:]
+    if result.exit_code != 0:
+        lines = [line for line in result.output.strip().splitlines() if line.strip()]
+        assert lines, f"{what}: exit {result.exit_code} without a message"
+        assert len(lines[-1]) > 10, f"{what}: unclear error {lines[-1]!r}"
+
+
+@settings(max_examples=EXAMPLES, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=csv_text())
+def test_backtest_csv_gives_a_result_or_a_one_line_error(data):
+    TALLY.cases("cli backtest --csv")
+    path = _write(data, ".csv")
+    try:
+        result = RUNNER.invoke(backtest_app, ["--csv", str(path), "--models", "last,ewm", "--quiet", "--json"])
+    finally:
+        path.unlink()
+    _check(result, "backtest")
+
+
+@settings(max_examples=EXAMPLES, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.one_of(csv_text(), st.binary(max_size=200),
+                      st.lists(st.sampled_from(['{"timestamp": 1, "input_length": 5, "output_length": 3}', "{}", "[1,2]", "not json",
+                                                '{"timestamp": "x"}', '{"timestamp": -5, "input_length": -1}']),
+                               max_size=6).map(lambda lines: "\n".join(lines).encode())),
+       fmt=st.sampled_from(["csv", "azure", "mooncake", "nonsense"]))
+def test_replay_trace_gives_a_result_or_a_one_line_error(data, fmt):
+    TALLY.cases("cli replay --trace")
+    path = _write(data, ".jsonl" if fmt == "mooncake" else ".csv")
+    try:
+        result = RUNNER.invoke(replay_app, ["--trace", str(path), "--format", fmt, "--policies", "static",
+                                            "--forecaster", "last", "--json", "--incidents", "none"])
+    finally:
+        path.unlink()
+    _check(result, f"replay --format {fmt}")
