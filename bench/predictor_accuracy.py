@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     traces = traces_dir()
     wanted = [w for w in args.only.split(",") if w] or [""]
     series = [p for p in dev_series(traces) if any(w in str(p) for w in wanted)]
-    rows, summary = [], []
+    summary: list[dict] = []
     header = f"{'series':34s} {'model':9s} {'MAE':>11s} {'sMAPE%':>7s} {'MASE':>6s} {'band':>5s} {'spkP':>5s} {'spkR':>5s} {'lead':>5s}"
     print(header)
     print("-" * len(header))

@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-import numpy as np
-
 from .backtest import BacktestResult
 
 PREDICTION_HEADER = ["origin", "target_time", "step", "model", "y_true", "y_pred"]
@@ -88,6 +86,3 @@ def table(result: BacktestResult) -> str:
         )
     return "\n".join(lines)
 
-
-def finite_or_none(x: float) -> float | None:
-    return float(x) if np.isfinite(x) else None

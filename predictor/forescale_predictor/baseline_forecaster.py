@@ -14,7 +14,6 @@ import numpy as np
 from .baselines import make_baseline_model
 from .forecast_types import LATENCY_MS, RATE, Forecast, History
 from .history_prep import feature_matrix, on_step
-from .resample import fill_gaps
 
 TARGET_NAMES = (LATENCY_MS, RATE)
 
