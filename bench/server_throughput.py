@@ -175,6 +175,44 @@ async def batching_comparison(seconds: float, rates: list[float]) -> None:
         print(f"  {name:<30}{value:>8.1f} req/s{value / ref:>8.2f}x")
 
 
+async def closed_loop_comparison(clients: int, requests: int) -> None:
+    """The same `clients` concurrent callers against each server (each sends its
+    next request when the last one returns): throughput at saturation and p99.
+    Less sensitive to neighbours on the CPU than open-loop steps."""
+    texts = calibration_sentences()
+    servers = {
+        "forescale (dynamic batching)": lambda: start_forescale("--cache-policy", "none", "--max-batch", "32", "--max-wait-ms", "5"),
+        "forescale --max-batch 1": lambda: start_forescale("--cache-policy", "none", "--max-batch", "1"),
+        "plain sentence-transformers": start_plain,
+    }
+    rows = {}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        for name, start in servers.items():
+            proc, base = start()
+            try:
+                await wait_ready(session, base)
+                counter = iter(range(requests))
+                latencies: list[float] = []
+
+                async def client():
+                    for i in counter:
+                        started = time.perf_counter()
+                        async with session.post(base + "/v1/embeddings", json={"input": [f"{texts[i % len(texts)]} <{name}-{i}>"]}) as r:
+                            await r.read()
+                        latencies.append((time.perf_counter() - started) * 1000)
+
+                started = time.perf_counter()
+                await asyncio.gather(*(client() for _ in range(clients)))
+                rows[name] = (requests / (time.perf_counter() - started), p99(latencies))
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+    ref = rows["forescale --max-batch 1"][0]
+    print(f"\n1b. closed loop: {clients} concurrent clients, {requests} distinct one-input requests, cache off")
+    for name, (rate, tail) in rows.items():
+        print(f"  {name:<30}{rate:>8.1f} req/s{rate / ref:>7.2f}x   p99 {tail:8.1f} ms")
+
+
 async def cache_hit_path() -> None:
     from forescale_server.admin_token import AdminToken
     from forescale_server.backend import make_backend
@@ -256,7 +294,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="model-server throughput benchmarks")
     parser.add_argument("--seconds", type=float, default=8.0, help="seconds per offered-load step")
     parser.add_argument("--rates", default="10,20,40,80,120,160,240", help="offered loads, req/s")
-    parser.add_argument("--only", choices=["batching", "cache", "mix"], default=None)
+    parser.add_argument("--only", choices=["batching", "closed", "cache", "mix"], default=None)
     parser.add_argument("--threads", type=int, default=1, help="torch threads in each server")
     args = parser.parse_args()
     global THREADS
@@ -264,6 +302,8 @@ def main() -> None:
     rates = [float(r) for r in args.rates.split(",")]
     if args.only in (None, "batching"):
         asyncio.run(batching_comparison(args.seconds, rates))
+    if args.only in (None, "closed"):
+        asyncio.run(closed_loop_comparison(32, 960))
     if args.only in (None, "cache"):
         asyncio.run(cache_hit_path())
     if args.only in (None, "mix"):
