@@ -75,8 +75,9 @@ class Baseline(ABC):
         point = self._point(values, times, at)
         truth = target_windows(values, at, self.horizon)
         levels = window_levels(input_windows(values, at, LEVEL_STEPS), LEVEL_STEPS)
-        rel = (truth - point) / levels[:, None, :]
-        ok = np.isfinite(rel).all(axis=(1, 2))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            rel = (truth - point) / levels[:, None, :]
+        ok = np.isfinite(rel).all(axis=(1, 2))  # windows with overflowing or missing values are left out
         if ok.sum() < 8:
             return
         self.residual_quantiles = np.quantile(rel[ok], self.quantiles, axis=0)
