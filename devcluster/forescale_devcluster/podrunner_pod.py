@@ -281,6 +281,9 @@ class LocalPod:
         await self._report()
 
     async def _lifecycle(self) -> None:
+        # The back-off resets after a long run; restartCount never does (as in a kubelet): clients such as
+        # the operator tell a restarted container from the old one by it.
+        failures = 0
         while not self._stopping:
             started = time.monotonic()
             exit_code = await self._run_once()
@@ -288,10 +291,11 @@ class LocalPod:
                 return
             ran = time.monotonic() - started
             if ran >= self.settings.backoff_reset_seconds:
-                self.view.restarts = 0
+                failures = 0
+            failures += 1
             self.view.restarts += 1
             delay = min(self.settings.backoff_cap_seconds,
-                        self.settings.backoff_base_seconds * 2 ** (self.view.restarts - 1))
+                        self.settings.backoff_base_seconds * 2 ** (failures - 1))
             log.warning("pod %s/%s: process exited with %s after %.1f s; restarting in %.1f s",
                         self.view.namespace, self.view.name, exit_code, ran, delay)
             await self._report(waiting_reason="CrashLoopBackOff")

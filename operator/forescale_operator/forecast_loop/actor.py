@@ -221,7 +221,10 @@ class Actor:
         pools = action.params.get("pools") or [action.pool or "a"]
         if action.kind in (ActionKind.DOWNGRADE_PRECISION, ActionKind.RESTORE_PRECISION):
             body = {"precision": action.params["precision"]}
-            targets = {n: e for n, e in pods[action.pool or "a"].endpoints.items() if memory.switched.get(n) != body["precision"]}
+            pool_pods = pods[action.pool or "a"]
+            # Keyed by incarnation: a container restarted under the same pod name is back at its template precision.
+            targets = {pool_pods.incarnation(n): e for n, e in pool_pods.endpoints.items()
+                       if memory.switched.get(pool_pods.incarnation(n)) != body["precision"]}
         elif action.kind == ActionKind.WARM_CACHE:
             body = {"top": int(action.params.get("top", 100))}
             targets = {n: e for p in pools for n, e in pods[p].endpoints.items()}

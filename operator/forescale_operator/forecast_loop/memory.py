@@ -15,7 +15,7 @@ from typing import Any
 @dataclass
 class ResourceMemory:
     decisions: deque = field(default_factory=lambda: deque(maxlen=120))
-    #: pod name -> precision it was last switched to through the admin API
+    #: pod incarnation (`name#restarts`) -> precision it was last switched to through the admin API
     switched: dict[str, str] = field(default_factory=dict)
     #: (target time, median latency forecast, upper band) of past forecasts' first step
     pending: deque = field(default_factory=lambda: deque(maxlen=400))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..admin_client import pod_endpoint, pod_is_ready
@@ -39,6 +39,12 @@ class PoolPods:
 
     endpoints: dict[str, str]
     startup_seconds: float | None
+    #: ready pods' container restart counts by name: a restarted server has lost its runtime settings
+    restarts: dict[str, int] = field(default_factory=dict)
+
+    def incarnation(self, name: str) -> str:
+        """The pod's name and restart count: what a runtime setting applied through the admin API belongs to."""
+        return f"{name}#{self.restarts.get(name, 0)}"
 
 
 def split_pools(pods: list[Mapping[str, Any]]) -> dict[str, PoolPods]:
@@ -46,16 +52,19 @@ def split_pools(pods: list[Mapping[str, Any]]) -> dict[str, PoolPods]:
     for pool in ("a", "b"):
         mine = [p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get("forescale.io/pool") == pool]
         endpoints = {}
+        restarts = {}
         startups = []
         for pod in mine:
             if pod_is_ready(pod):
                 endpoint = pod_endpoint(pod)
                 if endpoint:
                     endpoints[pod["metadata"]["name"]] = endpoint
+                    restarts[pod["metadata"]["name"]] = sum(int(c.get("restartCount") or 0) for c in
+                                                            (pod.get("status") or {}).get("containerStatuses") or [])
                 measured = startup_seconds(pod)
                 if measured is not None:
                     startups.append((_time(pod["metadata"].get("creationTimestamp")) or 0.0, measured))
-        out[pool] = PoolPods(endpoints, max(startups)[1] if startups else None)
+        out[pool] = PoolPods(endpoints, max(startups)[1] if startups else None, restarts)
     return out
 
 
