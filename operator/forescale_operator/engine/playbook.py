@@ -51,8 +51,10 @@ def shift_limit(spec: InferenceSpec, obs: Observations, cap_b: float, params: En
     if agreement is None and params.require_agreement:
         return ShiftLimit(0, "b agreement not reported", ready_capacity)
     rate = total_rate(obs)
-    if rate is not None and rate > 0:
-        cap_percent = math.floor(100.0 * ready_capacity / rate + 1e-9)
+    # A vanishing rate (Prometheus can answer 1e-310) makes the ratio overflow: B can then take everything.
+    ratio = 100.0 * ready_capacity / rate if rate is not None and rate > 0 else math.inf
+    if math.isfinite(ratio):
+        cap_percent = math.floor(ratio + 1e-9)
     else:
         cap_percent = 100 if obs.b.ready_replicas > 0 else 0
     if cap_percent < wanted:
