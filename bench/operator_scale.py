@@ -337,10 +337,11 @@ def run(args: argparse.Namespace) -> dict:
         metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
 
         def all_pending_gone():
-            items = api.objects("inferencedeployments")
+            with urllib.request.urlopen(api.url + "/apis/forescale.io/v1alpha1/inferencedeployments", timeout=120) as response:
+                items = json.load(response)["items"]
             done = sum(1 for o in items if (o.get("status") or {}).get("phase") not in (None, "Pending"))
             return done >= args.resources
-        wait_for(all_pending_gone, args.startup_timeout, "every resource to have a phase past Pending")
+        wait_for(all_pending_gone, args.startup_timeout, "every resource to have a phase past Pending", every=5.0)
         result["startup_seconds"] = time.monotonic() - t_start
         log(f"operator: all {args.resources} resources reconciled and ticking after {result['startup_seconds']:.0f} s")
 
@@ -375,8 +376,11 @@ def run(args: argparse.Namespace) -> dict:
         result["tick_lag_p50_s"], result["tick_lag_p99_s"] = quantile(lag, 0.5), quantile(lag, 0.99)
         result["tick_lag_share_le_1s"] = share_at_most(lag, 1.0)
         result["tick_duration_p50_s"], result["tick_duration_p99_s"] = quantile(duration, 0.5), quantile(duration, 0.99)
+        log("measured: " + json.dumps(result))
         models: dict[str, int] = {}
-        for obj in api.objects("inferencedeployments"):
+        with urllib.request.urlopen(api.url + "/apis/forescale.io/v1alpha1/inferencedeployments", timeout=120) as response:
+            items = json.load(response)["items"]
+        for obj in items:
             model = ((obj.get("status") or {}).get("forecast") or {}).get("model") or "none"
             models[model] = models.get(model, 0) + 1
         result["forecast_models"] = models

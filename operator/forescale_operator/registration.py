@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
+import zlib
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping
 
@@ -140,11 +142,14 @@ async def converge(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_
 async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: logging.Logger, **_: Any) -> None:
     """Tick every forecast.stepSeconds (re-read live from the spec) until the resource goes or the operator pauses."""
     config: Config = memo.config
-    scheduled: float | None = None
+    # Spread the resources' ticks over the step: after a start or restart every
+    # daemon would otherwise tick in the same second, and stay bunched: one burst
+    # of API calls per step (1,000 resources: thousands of requests at once).
+    await stopped.wait(_phase(body, _step_seconds(plain(body), config)))
+    due = time.monotonic()
     while not stopped:
         started = time.monotonic()
-        if scheduled is not None:
-            operator_metrics.TICK_LAG.observe(max(0.0, started - scheduled))
+        operator_metrics.TICK_LAG.observe(max(0.0, started - due))
         raw = plain(body)
         step = _step_seconds(raw, config)
         try:
@@ -163,8 +168,19 @@ async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, lo
             operator_metrics.TICKS.labels("error").inc()
             logger.exception("tick failed unexpectedly, next in %gs", step)
         operator_metrics.TICK_DURATION.observe(time.monotonic() - started)
-        scheduled = started + step
-        await stopped.wait(step)
+        # Fixed rate: the next tick is due one step after this one was due, not one
+        # step after it ended (the loop would drift by every tick's duration).
+        due += step
+        behind = time.monotonic() - due
+        if behind > step:  # whole ticks were missed: skip them rather than run them back to back
+            due += step * math.floor(behind / step)
+        await stopped.wait(max(0.0, due - time.monotonic()))
+
+
+def _phase(body: Mapping[str, Any], step: float) -> float:
+    """A stable offset in [0, step) from the resource's uid, so ticks spread evenly over the step."""
+    uid = str((body.get("metadata") or {}).get("uid") or (body.get("metadata") or {}).get("name") or "")
+    return (zlib.crc32(uid.encode()) % 1000) / 1000.0 * step
 
 
 def _step_seconds(raw: Mapping[str, Any], config: Config) -> float:

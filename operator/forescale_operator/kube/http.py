@@ -60,10 +60,15 @@ class Connection:
 class HttpKubeApi:
     """`KubeApi` over HTTP. One aiohttp session; create it inside the running loop."""
 
-    def __init__(self, connection: Connection, *, timeout: float = 30.0) -> None:
+    def __init__(self, connection: Connection, *, timeout: float = 30.0, max_in_flight: int = 64) -> None:
         self._conn = connection
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
+        # Requests beyond this wait here, outside the timeout. Without it, 1,000
+        # resources starting at once queue thousands of requests in aiohttp's pool,
+        # where the wait counts against `timeout`: they time out and are retried,
+        # and the retries keep the herd going (bench/operator_scale.py).
+        self._slots = asyncio.Semaphore(max_in_flight)
 
     async def _request(self, method: str, path: str, *, body: Any = None, params: Mapping[str, str] | None = None,
                        content_type: str = "application/json") -> tuple[int, Any]:
@@ -76,8 +81,8 @@ class HttpKubeApi:
             data = json.dumps(body)
         url = self._conn.server + path
         try:
-            async with self._session.request(method, url, data=data, params=params, headers=headers,
-                                             ssl=self._conn.ssl) as response:
+            async with self._slots, self._session.request(method, url, data=data, params=params, headers=headers,
+                                                          ssl=self._conn.ssl) as response:
                 text = await response.text()
                 payload = json.loads(text) if text.strip() else None
                 if response.status >= 400:
