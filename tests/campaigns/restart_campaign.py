@@ -131,7 +131,9 @@ def _check_resumed(rig: LoopRig, kill: Kill, before: dict, children: dict) -> No
         problems.append(f"children {rig.children()} != {children}")
     phase_before, phase_after = before.get("phase"), status.get("phase")
     if phase_before in INCIDENT:
-        completed = "CutbackCompleted" in rig.reasons
+        # Completed: the route is back at 100/0 and the engine holds no incident. Its CutbackCompleted
+        # event may be missing when the kill fell between the status write and the post (at most once).
+        completed = rig.weights() == {"a": 100, "b": 0} and _engine_incident(status) is None
         if phase_after not in INCIDENT and not (phase_after in ("Stable", "Scaling") and completed):
             problems.append(f"incident lost: {phase_before} -> {phase_after}")
         went_back = phase_after in INCIDENT and INCIDENT.index(phase_after) < INCIDENT.index(phase_before)
