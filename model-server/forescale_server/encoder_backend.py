@@ -23,6 +23,7 @@ from torch import nn
 from .backend import EMBEDDINGS, MINILM_ALIASES, BatchResult
 from .buffer_pool import BufferPool
 from .calibration import calibration_sentences
+from .length_buckets import length_groups
 from .service_model import PRECISIONS
 
 log = logging.getLogger("forescale.server")
@@ -84,6 +85,7 @@ class EncoderBackend:
         hf_logging.disable_progress_bar()
         model = AutoModel.from_pretrained(str(self.path), add_pooling_layer=False)
         self._variants["fp32"] = model.eval().to(self.device)
+        self.dim = int(model.config.hidden_size)
         pin = self.device.type == "cuda"
 
         def allocate():
@@ -103,17 +105,16 @@ class EncoderBackend:
 
     # --- compute ----------------------------------------------------------
 
-    def _fill(self, texts: list[str], buffers: dict) -> tuple[torch.Tensor, torch.Tensor, int]:
-        encodings = self.tokenizer.encode_batch(texts)
+    def _fill(self, encodings: list, buffers: dict) -> tuple[torch.Tensor, torch.Tensor]:
         length = max(len(e.ids) for e in encodings)
-        ids, mask = buffers["input_ids"][: len(texts), :length], buffers["attention_mask"][: len(texts), :length]
+        ids, mask = buffers["input_ids"][: len(encodings), :length], buffers["attention_mask"][: len(encodings), :length]
         ids.zero_()
         mask.zero_()
         for row, e in enumerate(encodings):
             n = len(e.ids)
             ids[row, :n] = torch.as_tensor(e.ids)
             mask[row, :n] = 1
-        return ids, mask, sum(len(e.ids) for e in encodings)
+        return ids, mask
 
     def _forward(self, model: nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         if self.device.type == "cuda":
@@ -124,16 +125,24 @@ class EncoderBackend:
             pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
             return nn.functional.normalize(pooled, p=2, dim=1)
 
+    def _embed_encodings(self, model: nn.Module, encodings: list) -> torch.Tensor:
+        """Vectors in input order; the batch runs as length groups (`length_buckets`)
+        so that short inputs are not padded to the longest one."""
+        out = torch.empty(len(encodings), self.dim)
+        for group in length_groups([len(e.ids) for e in encodings]):
+            buffers = self.pool.acquire()
+            try:
+                ids, mask = self._fill([encodings[i] for i in group], buffers)
+                out[group] = self._forward(model, ids, mask).cpu()
+            finally:
+                self.pool.release(buffers)
+        return out
+
     def embed_with(self, model: nn.Module, texts: list[str]) -> torch.Tensor:
         """Normalised embeddings of `texts` by `model` (any variant), in chunks of max_batch."""
         out = []
         for start in range(0, len(texts), self.max_batch):
-            buffers = self.pool.acquire()
-            try:
-                ids, mask, _ = self._fill(texts[start:start + self.max_batch], buffers)
-                out.append(self._forward(model, ids, mask).cpu())
-            finally:
-                self.pool.release(buffers)
+            out.append(self._embed_encodings(model, self.tokenizer.encode_batch(texts[start:start + self.max_batch])))
         return torch.cat(out)
 
     def embed_texts(self, texts: list[str]) -> torch.Tensor:
@@ -142,20 +151,15 @@ class EncoderBackend:
 
     def run_sync(self, texts: list[str]) -> BatchResult:
         t0 = time.perf_counter()
-        buffers = self.pool.acquire()
-        try:
-            ids, mask, _ = self._fill(texts, buffers)
-            t1 = time.perf_counter()
-            vectors = self._forward(self._variants[self.precision], ids, mask)
-            if self.device.type == "cuda":
-                torch.cuda.synchronize()
-            t2 = time.perf_counter()
-            token_counts = mask.sum(1).tolist()
-        finally:
-            self.pool.release(buffers)
+        encodings = self.tokenizer.encode_batch(texts)
+        t1 = time.perf_counter()
+        vectors = self._embed_encodings(self._variants[self.precision], encodings)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        t2 = time.perf_counter()
         # 7 decimals keep cosine exact to ~1e-7 and halve the JSON.
-        rows = np.round(vectors.cpu().numpy().astype(np.float64), 7).tolist()
-        outputs = [(json.dumps(row, separators=(",", ":")), int(n)) for row, n in zip(rows, token_counts)]
+        rows = np.round(vectors.numpy().astype(np.float64), 7).tolist()
+        outputs = [(json.dumps(row, separators=(",", ":")), len(e.ids)) for row, e in zip(rows, encodings)]
         t3 = time.perf_counter()
         return BatchResult(outputs, preprocess_s=t1 - t0, compute_s=t2 - t1, postprocess_s=t3 - t2)
 
