@@ -140,6 +140,9 @@ def _number(raw: Mapping[str, Any], key: str, path: str, default: Any, *, minimu
     if integer:
         if isinstance(value, float) and not value.is_integer():
             raise SpecError(name, f"must be an integer, got {value!r}")
+        # The API server reads integers as int64; a larger one is not an integer there.
+        if not -(2**63) <= value < 2**63:
+            raise SpecError(name, f"must fit in a 64-bit integer, got {value!r}")
         value = int(value)
     if value != value or value in (float("inf"), float("-inf")):
         raise SpecError(name, f"must be finite, got {value!r}")
