@@ -3,9 +3,11 @@
 With many resources, most of the per-resource queries repeat the same work:
 each is a `sum(rate(...))` over one deployment's series. Here one grouped
 query per kind (`grouped_queries.py`) answers for all resources at once; the
-answers are kept for a short time (a fraction of the reader's step, at most
-`max_age`) and every resource's `sample()` reads its values from them. The
-latency queries are fetched once per distinct SLO quantile.
+answers are kept for a short time (half the reader's step, at most
+`max_age`) and every resource's `sample()` reads its values from them; when
+they expire, one reader refreshes them while the others go on reading the
+previous ones (up to one step old) rather than wait. The latency queries are
+fetched once per distinct SLO quantile.
 
 What is batched: the `forescale` preset without query overrides. Everything
 else (the pod-name presets, `custom` user templates, overridden queries) goes
@@ -37,10 +39,11 @@ from . import grouped_queries as gq
 from .base import MetricSample, PoolSample
 from .prometheus import DEFAULT_WINDOW, PrometheusMetricSource
 
-#: answers are reused for at most this share of the reader's step...
-DEFAULT_FRACTION = 1 / 3
-#: ...and never longer than this many seconds
-DEFAULT_MAX_AGE = 5.0
+#: answers are refreshed after this share of the reader's step...
+DEFAULT_FRACTION = 1 / 2
+#: ...or this many seconds, whichever is shorter; while one reader refreshes, the
+#: others read the previous answers if they are less than one step old
+DEFAULT_MAX_AGE = 10.0
 
 
 @dataclass
@@ -87,8 +90,8 @@ class BatchedPrometheusMetricSource:
         if not batchable(spec):
             return self.fallback().sample(namespace, name, spec, now)
         quantile = float(spec.slo.quantile)
-        max_age = min(self.max_age, self.fraction * float(spec.forecast.step_seconds))
-        batch, sent = self._fresh(quantile, max_age)
+        step = float(spec.forecast.step_seconds)
+        batch, sent = self._fresh(quantile, min(self.max_age, self.fraction * step), step)
         if batch.error is not None:
             return MetricSample(time=now, available=False, error=batch.error, queries=sent)
         return _read(batch, quantile, namespace, name, now, sent, self.url)
@@ -101,20 +104,36 @@ class BatchedPrometheusMetricSource:
             self._fallback = PrometheusMetricSource(self.url, timeout=self.timeout, window=self.window)
         return self._fallback
 
-    def _fresh(self, quantile: float, max_age: float) -> tuple[Batch, int]:
-        # One lock: when the answers expire, the first reader fetches and the
-        # others wait for it instead of sending the same queries again.
+    def _fresh(self, quantile: float, max_age: float, stale_age: float) -> tuple[Batch, int]:
+        now = self._clock()
+        batch = self._batch
+        if _usable(batch, quantile, now, max_age):
+            return batch, 0
+        if batch is not None and batch.error is None and _usable(batch, quantile, now, stale_age):
+            # Stale but within one step: one reader refreshes, the others keep reading
+            # the previous answers instead of queueing behind it. The grouped latency
+            # queries take seconds on a large Prometheus; blocking every reader for
+            # that long would stall the worker threads the whole loop shares.
+            if not self._lock.acquire(blocking=False):
+                return batch, 0
+            try:
+                return self._refresh(quantile, max_age)
+            finally:
+                self._lock.release()
+        # No usable answer at all: wait for the reader that is fetching, or fetch.
         with self._lock:
-            sent = 0
-            now = self._clock()
-            batch = self._batch
-            if batch is None or not 0 <= now - batch.started <= max_age:
-                batch, n = self._fetch_base(now)
-                self._batch = batch
-                sent += n
-            if batch.error is None and quantile not in batch.latency:
-                sent += self._fetch_latency(batch, quantile)
-            return batch, sent
+            return self._refresh(quantile, max_age)
+
+    def _refresh(self, quantile: float, max_age: float) -> tuple[Batch, int]:
+        """Under the lock: fetch what is missing or too old (another reader may just have done it)."""
+        sent = 0
+        batch = self._batch
+        if batch is None or not 0 <= self._clock() - batch.started <= max_age:
+            batch, sent = self._fetch_base(self._clock())
+            self._batch = batch
+        if batch.error is None and quantile not in batch.latency:
+            sent += self._fetch_latency(batch, quantile)
+        return batch, sent
 
     def _fetch_base(self, now: float) -> tuple[Batch, int]:
         batch = Batch(started=now)
@@ -162,6 +181,12 @@ class BatchedPrometheusMetricSource:
             # No retries: a failed round is kept until the next one, which is the retry.
             self._client = PrometheusConnect(url=self.url, retry=Retry(total=0), timeout=self.timeout)
         return self._client
+
+
+def _usable(batch: Batch | None, quantile: float, now: float, age: float) -> bool:
+    if batch is None or not 0 <= now - batch.started <= age:
+        return False
+    return batch.error is not None or quantile in batch.latency
 
 
 def batchable(spec: InferenceSpec) -> bool:

@@ -104,7 +104,7 @@ def test_one_round_of_queries_serves_every_resource_within_the_age_limit():
     for name in ("chat", "idle", "new", "ghost") * 50:
         source.sample("ml", name, _spec(), clock.now)
     assert len(client.queries) == len(gq.BASE_QUERIES) + 2  # five grouped kinds + two latency queries
-    clock.now += 4.9  # max age for a 15 s step: min(5 s, 15 s / 3)
+    clock.now += 7.4  # max age for a 15 s step: min(10 s, 15 s / 2)
     source.sample("ml", "chat", _spec(), clock.now)
     assert len(client.queries) == 7
     clock.now += 0.2
@@ -112,7 +112,8 @@ def test_one_round_of_queries_serves_every_resource_within_the_age_limit():
     assert len(client.queries) == 14 and again.queries == 7
 
 
-@pytest.mark.parametrize("step, after, refetched", [(15, 4.0, False), (15, 5.5, True), (3, 0.9, False), (3, 1.1, True), (1, 0.4, True)])
+@pytest.mark.parametrize("step, after, refetched", [(15, 7.0, False), (15, 8.0, True), (60, 9.5, False), (60, 10.5, True),
+                                                    (3, 1.4, False), (3, 1.6, True), (1, 0.6, True)])
 def test_answers_expire_after_a_fraction_of_the_readers_step(step, after, refetched):
     client, clock = FakeClient(), Clock()
     source = _source(client, clock)
@@ -157,7 +158,7 @@ def test_prometheus_failing_makes_every_resource_unavailable_with_the_reason_unt
     assert all(not s.available and error_part in s.error for s in samples)
     assert len(client.queries) == 1  # the failure is kept: the other resources do not wait for a timeout each
     client.fail = None
-    clock.now += 6
+    clock.now += 8
     assert source.sample("ml", "chat", _spec(), clock.now).available
 
 
@@ -248,3 +249,35 @@ def test_factory_batches_by_default(batch, kind):
 
 def test_nan_and_inf_become_none():
     assert [gq.finite(v) for v in (math.nan, math.inf, -math.inf, 2.5, None)] == [None, None, None, 2.5, None]
+
+
+class BlockingClient(FakeClient):
+    """Answers the first round at once; later rounds wait until released (a slow Prometheus)."""
+
+    def __init__(self):
+        super().__init__()
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def custom_query(self, query):
+        if len(self.queries) >= 7:
+            self.entered.set()
+            assert self.release.wait(5)
+        return super().custom_query(query)
+
+
+def test_while_one_reader_refreshes_the_others_read_the_previous_answers():
+    client, clock = BlockingClient(), Clock()
+    source = _source(client, clock)
+    assert source.sample("ml", "chat", _spec(), clock.now).rate_rps == 25.0
+    clock.now += 8  # stale (> 7.5 s) but within one step
+    refresher = threading.Thread(target=source.sample, args=("ml", "chat", _spec(), clock.now))
+    refresher.start()
+    assert client.entered.wait(5)
+    other = source.sample("ml", "idle", _spec(), clock.now)  # does not wait for the slow round
+    assert other.available and other.queries == 0 and not client.release.is_set()
+    client.release.set()
+    refresher.join(5)
+    clock.now += 10  # stale again, and nobody refreshing: this reader refreshes
+    client.release.set()
+    assert source.sample("ml", "chat", _spec(), clock.now).queries == 7
