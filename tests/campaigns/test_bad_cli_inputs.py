@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import math
 import os
+import resource
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -29,8 +32,10 @@ HEADERS = ["timestamp,value", "time,value", "TIMESTAMP,Value", "ts,val", "timest
            "TIMESTAMP,ContextTokens,GeneratedTokens", "\ufefftimestamp,value"]
 VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), st.sampled_from(["NaN", "", "abc", "-1", "1e400", " 3 "]),
                    st.integers(min_value=-5, max_value=10**6).map(str))
-TIMES = st.one_of(st.integers(min_value=0, max_value=2_000_000_000).map(str),
-                  st.sampled_from(["2023-11-16 18:15:46.6805900", "2024-01-01T00:00:00Z", "yesterday", "", "NaN", "1e20"]))
+# Spans stay within a day: a wider gap makes both commands allocate a grid of billions of points
+# (test_a_gap_of_decades_is_a_one_line_error below) and could take the shared machine's memory.
+TIMES = st.one_of(st.integers(min_value=1_700_000_000, max_value=1_700_086_400).map(str),
+                  st.sampled_from(["2023-11-16 18:15:46.6805900", "2023-11-16T18:15:47Z", "yesterday", "", "NaN"]))
 
 
 @st.composite
@@ -118,3 +123,26 @@ def test_a_trace_that_is_not_utf8_is_a_one_line_error(fmt):
     finally:
         path.unlink()
     _check(result, "replay of a non-UTF-8 trace")
+
+
+def _run_with_memory_cap(args: list[str]) -> subprocess.CompletedProcess:
+    """The real command in a subprocess capped at 4 GiB of address space: the bug must not take the machine."""
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    return subprocess.run([sys.executable, "-m", "forescale_cli.main", *args], capture_output=True, text=True,
+                          timeout=120, preexec_fn=cap)
+
+
+# Found by the long form of this campaign (it was OOM-killed); predictor and simulator are other helpers'
+# areas (reported, not fixed here): the resampling grid is sized by the time span, not by the rows.
+@pytest.mark.xfail(strict=True, reason="known bug: a gap of decades allocates a grid of billions of points (MemoryError)")
+@pytest.mark.parametrize("command,last", [("backtest", "2000000000"), ("replay", "2000000000"), ("replay", "1e20")])
+def test_a_gap_of_decades_is_a_one_line_error(command, last, tmp_path):
+    path = tmp_path / "gap.csv"
+    path.write_text(f"timestamp,value\n0,1\n1,3\n2,2\n3,4\n{last},2\n")
+    args = (["backtest", "--csv", str(path), "--models", "last", "--quiet", "--json"] if command == "backtest" else
+            ["replay", "--trace", str(path), "--format", "csv", "--policies", "static", "--forecaster", "last", "--json",
+             "--incidents", "none"])
+    result = _run_with_memory_cap(args)
+    assert "Traceback" not in result.stderr and "Error" not in result.stderr.splitlines()[-1], result.stderr[-500:]
