@@ -32,8 +32,9 @@ HEADERS = ["timestamp,value", "time,value", "TIMESTAMP,Value", "ts,val", "timest
            "TIMESTAMP,ContextTokens,GeneratedTokens", "\ufefftimestamp,value"]
 VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), st.sampled_from(["NaN", "", "abc", "-1", "1e400", " 3 "]),
                    st.integers(min_value=-5, max_value=10**6).map(str))
-# Spans stay within a day: a wider gap makes both commands allocate a grid of billions of points
-# (test_a_gap_of_decades_is_a_one_line_error below) and could take the shared machine's memory.
+# Spans mostly stay within a day: a wider gap makes both commands allocate a grid of billions of points
+# (test_a_gap_of_decades_is_a_one_line_error below); MemoryCap keeps any that slip through from taking
+# the shared machine's memory, and those count as hits of the known bug.
 TIMES = st.one_of(st.integers(min_value=1_700_000_000, max_value=1_700_086_400).map(str),
                   st.sampled_from(["2023-11-16 18:15:46.6805900", "2023-11-16T18:15:47Z", "yesterday", "", "NaN"]))
 
@@ -74,7 +75,46 @@ def _write(data: bytes, suffix: str) -> Path:
     return Path(handle.name)
 
 
+class MemoryCap:
+    """Lowers this process's address-space limit to its current size + `extra` around one command, so the
+    known huge-grid bug raises MemoryError here instead of taking the shared machine (the OOM killer)."""
+
+    def __init__(self, extra: int = 3 << 30) -> None:
+        self.extra = extra
+
+    def __enter__(self) -> "MemoryCap":
+        self.saved = resource.getrlimit(resource.RLIMIT_AS)
+        size = next(int(line.split()[1]) * 1024 for line in Path("/proc/self/status").read_text().splitlines()
+                    if line.startswith("VmSize:"))
+        hard = self.saved[1]
+        soft = size + self.extra if hard == resource.RLIM_INFINITY else min(size + self.extra, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        resource.setrlimit(resource.RLIMIT_AS, self.saved)
+
+
+#: reported bugs, each pinned by a strict xfail below: (exception type, words in its message, name)
+KNOWN_BUGS = [
+    (MemoryError, "", "huge grid"),
+    (ValueError, "Maximum allowed size", "huge grid"),
+    (ValueError, "could not broadcast", "replay of a two-row rate CSV"),
+]
+
+
+def _known_bug(result) -> bool:
+    exc = result.exception
+    for kind, words, name in KNOWN_BUGS:
+        if isinstance(exc, kind) and words in str(exc):
+            TALLY.cases(f"cli known bug hit: {name} (reported)")
+            return True
+    return False
+
+
 def _check(result, what: str) -> None:
+    if _known_bug(result):
+        return
     assert result.exception is None or isinstance(result.exception, SystemExit), (
         f"{what}: unhandled {type(result.exception).__name__}: {result.exception}\n{result.output[-1500:]}")
     assert "Traceback" not in result.output, result.output[-1500:]
@@ -90,7 +130,8 @@ def test_backtest_csv_gives_a_result_or_a_one_line_error(data):
     TALLY.cases("cli backtest --csv")
     path = _write(data, ".csv")
     try:
-        result = RUNNER.invoke(backtest_app, ["--csv", str(path), "--models", "last,ewm", "--quiet", "--json"])
+        with MemoryCap():
+            result = RUNNER.invoke(backtest_app, ["--csv", str(path), "--models", "last,ewm", "--quiet", "--json"])
     finally:
         path.unlink()
     _check(result, "backtest")
@@ -106,8 +147,9 @@ def test_replay_trace_gives_a_result_or_a_one_line_error(data, fmt):
     TALLY.cases("cli replay --trace")
     path = _write(data, ".jsonl" if fmt == "mooncake" else ".csv")
     try:
-        result = RUNNER.invoke(replay_app, ["--trace", str(path), "--format", fmt, "--policies", "static",
-                                            "--forecaster", "last", "--json", "--incidents", "none"])
+        with MemoryCap():
+            result = RUNNER.invoke(replay_app, ["--trace", str(path), "--format", fmt, "--policies", "static",
+                                                "--forecaster", "last", "--json", "--incidents", "none"])
     finally:
         path.unlink()
     _check(result, f"replay --format {fmt}")
@@ -146,3 +188,14 @@ def test_a_gap_of_decades_is_a_one_line_error(command, last, tmp_path):
              "--incidents", "none"])
     result = _run_with_memory_cap(args)
     assert "Traceback" not in result.stderr and "Error" not in result.stderr.splitlines()[-1], result.stderr[-500:]
+
+
+@pytest.mark.xfail(strict=True, reason="known bug: replay of a two-row rate CSV raises 'could not broadcast'")
+def test_a_two_row_rate_csv_is_a_result_or_a_one_line_error():
+    path = _write(b"timestamp,value\n1700000000,50.0\n1700000001,51.9\n", ".csv")
+    try:
+        result = RUNNER.invoke(replay_app, ["--trace", str(path), "--format", "csv", "--policies", "static",
+                                            "--forecaster", "last", "--json", "--incidents", "none"])
+    finally:
+        path.unlink()
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
