@@ -223,6 +223,11 @@ def quantile(rows: list[tuple[float, float]], q: float) -> float:
     return lo
 
 
+def seconds(value: float, top: float = 30.0) -> str:
+    """A histogram quantile for display; the open bucket above `top` has no upper bound."""
+    return f">{top:g}" if value >= top else f"{value:.2f}"
+
+
 def share_at_most(rows: list[tuple[float, float]], bound: float) -> float:
     total = rows[-1][1] if rows else 0.0
     hit = next((cum for le, cum in rows if abs(le - bound) < 1e-12), float("nan"))
@@ -285,14 +290,46 @@ def compare_sources(prom_url: str, names: list[tuple[str, str]]) -> dict:
                       "ms_per_resource": 1000 * wall / len(names), "queries_per_resource": queries / len(names),
                       "cpu_seconds_here": time.process_time() - cpu0, "available": sum(s.available for s in got)}
         samples[label] = got
-    close = 0
-    for a, b in zip(samples["per-resource"], samples["batched"]):
-        pairs = [(a.rate_rps, b.rate_rps), (a.latency_ms, b.latency_ms), (a.pool("a").rate_rps, b.pool("a").rate_rps),
-                 (a.pool("b").latency_ms, b.pool("b").latency_ms), (a.pool("a").agreement, b.pool("a").agreement)]
-        # the two reads are moments apart and a scrape may land between them: agree within 5%
-        close += all(x is not None and y is not None and abs(x - y) <= 0.05 * max(abs(x), abs(y), 1e-9) for x, y in pairs)
-    out["values_agree"] = close
     return out
+
+
+def parity(prom, names: list[tuple[str, str]], quantile: float = 0.99, window: str = "30s") -> dict:
+    """Grouped and per-resource PromQL evaluated at the same instant: do they give the same numbers?
+
+    The per-resource queries are the preset's own (`forescale_predictor.presets.FORESCALE`);
+    the grouped ones are `readings/grouped_queries.py`. Evaluating both at one
+    `time=` removes the drift of data between two reads.
+    """
+    from forescale_operator.readings import grouped_queries as gq
+    from forescale_predictor.presets import FORESCALE
+
+    at = time.time() - 10
+    grouped = dict(gq.base_queries(window), **gq.latency_queries(quantile, window))
+    tables = {kind: gq.parse_vector(prom.query(q, at=at), pooled=gq.by_pool(kind), where=kind) for kind, q in grouped.items()}
+    pairs = {"latency_pool": "latency", "rate_pool": "rate", "error_rate_pool": "error_rate", "queue_depth_pool": "queue_depth",
+             "latency_total": "latency", "rate_total": "rate"}
+    checked = equal = 0
+    worst = 0.0
+    for namespace, name in names:
+        for kind, preset_kind in pairs.items():
+            for pool in (("a", "b") if gq.by_pool(kind) else (None,)):
+                query = FORESCALE.query(preset_kind, namespace=namespace, deployment=name, pool=pool, quantile=quantile, window=window)
+                answer = prom.query(query, at=at)
+                mine = answer[0]["value"][1] if answer else None
+                key = (namespace, name, pool) if pool else (namespace, name)
+                theirs = tables[kind].get(key)
+                a = float(mine) if mine is not None else None
+                checked += 1
+                if a is None or theirs is None:
+                    same = a is None and theirs is None
+                elif math.isnan(a) or math.isnan(theirs):
+                    same = math.isnan(a) and math.isnan(theirs)
+                else:
+                    diff = abs(a - theirs) / max(abs(a), abs(theirs), 1e-12)
+                    worst = max(worst, diff)
+                    same = diff <= 1e-9
+                equal += same
+    return {"values": checked, "equal": equal, "worst_relative_difference": worst}
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -388,6 +425,7 @@ def run(args: argparse.Namespace) -> dict:
         if args.compare:
             names = [(namespaces[i % len(namespaces)], f"svc-{i:04d}") for i in range(min(args.compare, args.resources))]
             result["compare"] = compare_sources(prom.url, names)
+            result["parity"] = parity(prom, names[:20])
         return result
     finally:
         if operator is not None and operator.poll() is None:
@@ -422,9 +460,9 @@ def report(r: dict) -> None:
         ("decisions <= 5 ms", f"{100 * r['decision_share_le_5ms']:.1f} %", ""),
         ("ticks run / scheduled", f"{r['ticks']:.0f} / {r['ticks_expected']:.0f}", f"{r['ticks'] / max(r['ticks_expected'], 1):.2f}"),
         ("tick errors", f"{r['tick_errors']:.0f}", ""),
-        ("tick lag p50 / p99", f"{r['tick_lag_p50_s']:.2f} / {r['tick_lag_p99_s']:.2f} s", ""),
+        ("tick lag p50 / p99", f"{seconds(r['tick_lag_p50_s'])} / {seconds(r['tick_lag_p99_s'])} s", ""),
         ("ticks starting <= 1 s late", f"{100 * r['tick_lag_share_le_1s']:.1f} %", ""),
-        ("tick wall p50 / p99", f"{r['tick_duration_p50_s']:.2f} / {r['tick_duration_p99_s']:.2f} s", ""),
+        ("tick wall p50 / p99", f"{seconds(r['tick_duration_p50_s'])} / {seconds(r['tick_duration_p99_s'])} s", ""),
         ("Prometheus queries per 15 s", f"{r['prometheus_queries_per_15s']:.1f}", f"{r['prometheus_queries_per_15s'] / r['resources']:.3f} per resource"),
         ("operator CPU share", f"{r['cpu_share']:.2f} core", f"{r['cpu_share'] / GOAL_CPU:.2f} of 1 core"),
         ("operator peak RSS", f"{r['peak_rss_bytes'] / 2 ** 20:.0f} MiB", f"{r['peak_rss_bytes'] / GOAL_RSS:.2f} of 1 GiB"),
@@ -443,7 +481,11 @@ def report(r: dict) -> None:
             x = c[label]
             print(f"  {label:<14}{x['queries']:>9}{x['queries_per_resource']:>14.2f}{x['ms_per_resource']:>13.2f}{x['available']:>11}")
         print(f"  ratio per-resource / batched: queries {per['queries'] / max(bat['queries'], 1):.0f}x, "
-              f"time {per['seconds'] / max(bat['seconds'], 1e-9):.1f}x; values agree within 5% for {c['values_agree']} of {per['resources']}")
+              f"time {per['seconds'] / max(bat['seconds'], 1e-9):.1f}x")
+    p = r.get("parity")
+    if p:
+        print(f"  same instant, grouped vs per-resource PromQL: {p['equal']} of {p['values']} values identical "
+              f"(worst relative difference {p['worst_relative_difference']:.1e})")
 
 
 def main(argv: list[str] | None = None) -> int:

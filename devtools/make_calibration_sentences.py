@@ -5,7 +5,7 @@ library (PSF License, compatible with Apache-2.0) plus the Zen of Python:
 real English written by people, available offline on every machine that has
 Python. Deterministic: the same interpreter gives the same file.
 
-    .venv/bin/python bench/server_make_calibration.py > model-server/forescale_server/calibration_sentences.txt
+    .venv/bin/python devtools/make_calibration_sentences.py > model-server/forescale_server/calibration_sentences.txt
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def main() -> None:
     chosen = zen() + sentences[: COUNT - len(zen())]
     print("# Calibration sentences for the Forescale model server (agreement with fp32, int8 calibration).")
     print("# Source: the Zen of Python and first sentences of Python 3.11 standard-library docstrings (PSF License).")
-    print("# Regenerate with bench/server_make_calibration.py.")
+    print("# Regenerate with devtools/make_calibration_sentences.py.")
     print("\n".join(chosen))
 
 
