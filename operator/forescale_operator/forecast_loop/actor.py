@@ -107,10 +107,11 @@ class Actor:
             PoolState(observation.a.desired, observation.a.ready, runtime_a, pods["a"].startup_seconds),
             PoolState(observation.b.desired, observation.b.ready, spec.b.precision, pods["b"].startup_seconds),
         )
-        # Decision time = engine + forecast compute (the goal); API reads are not in it.
-        started = time.perf_counter()
+        # Decision time = engine + forecast compute, in CPU time of the thread (the issue's
+        # goal); API reads and waits for the CPU or the GIL are in the tick's own metrics.
+        started = time.thread_time()
         decision = decide(spec, state, obs, forecast, now, EngineParams(name=owner.name))
-        decided = time.perf_counter()
+        decided = time.thread_time()
         forecast_seconds = getattr(getattr(deps, "forecaster", None), "seconds", {}).pop(owner.uid, 0.0)
         memory.record(decision, now)
 
