@@ -1,5 +1,6 @@
 """A stand-in Prometheus for the chart's operator runs: answers the `forescale`
-preset's instant queries with a service in trouble (p99 900 ms, 100 rps, no errors).
+preset's instant queries, per resource or grouped, with a service in trouble (p99 900 ms,
+100 rps, no errors).
 
 Only `/api/v1/query` is answered, which is all the operator's loop asks; a
 query it does not recognise gets an empty vector, as Prometheus would for a
@@ -23,10 +24,22 @@ INCIDENT = [
 ]
 
 
+#: the resource the chart's operator runs apply (crds/examples/minimal.yaml)
+RESOURCE = {"namespace": "default", "deployment": "chat"}
+
+
 def _result(query: str) -> list[dict]:
+    """One sample per series the query asks for: the operator batches its reads into
+    queries grouped `by (namespace, deployment[, pool])`, so those get the resource's labels."""
     for needle, value in INCIDENT:
         if needle in query:
-            return [{"metric": {}, "value": [time.time(), value]}]
+            if "by (namespace, deployment, pool" in query:
+                metrics = [{**RESOURCE, "pool": pool} for pool in ("a", "b")]
+            elif "by (namespace, deployment" in query:
+                metrics = [dict(RESOURCE)]
+            else:
+                metrics = [{}]
+            return [{"metric": m, "value": [time.time(), value]} for m in metrics]
     return []
 
 
