@@ -7,7 +7,7 @@ import logging
 import time
 from typing import Awaitable, Callable
 
-from aiohttp import web
+from aiohttp import web, web_protocol
 
 from . import admin_bodies
 from .errors import APIError
@@ -54,7 +54,12 @@ async def _body(request: web.Request, server: ModelServer) -> bytes:
     declared = request.content_length
     if declared is not None and declared > server.limits.max_body_bytes:
         raise APIError(413, f"request body is {declared} bytes; the limit is {server.limits.max_body_bytes}")
-    return await request.read()
+    try:
+        return await request.read()
+    except web_protocol.RequestPayloadError as exc:
+        # e.g. a body that is not gzip under `Content-Encoding: gzip`: the client's fault, not ours
+        detail = str(exc).replace("\n", " ").split("message:", 1)[-1].strip()
+        raise APIError(400, f"request body could not be read: {detail}") from None
 
 
 async def embeddings(request: web.Request) -> web.Response:

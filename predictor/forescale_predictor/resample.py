@@ -21,6 +21,9 @@ from .errors import SeriesError
 from .forecast_types import History
 
 DEFAULT_MAX_GAP_STEPS = 3
+#: a grid longer than this is refused before it is allocated: a series whose
+#: timestamps jump by years (a typo, a unit mix-up) must be an error, not an OOM
+MAX_GRID_POINTS = 5_000_000
 
 
 def native_step(times: np.ndarray) -> float:
@@ -48,9 +51,7 @@ def to_grid(
         raise SeriesError("the series has no samples")
     lo = np.floor((times[0] if start is None else start) / step_seconds) * step_seconds
     hi = np.floor((times[-1] if end is None else end) / step_seconds) * step_seconds
-    n = int(round((hi - lo) / step_seconds)) + 1
-    if n < 1:
-        raise SeriesError("the requested time range is empty")
+    n = grid_points(lo, hi, step_seconds)
     grid = lo + step_seconds * np.arange(n)
     src_step = native_step(times)
     finite = np.isfinite(values)
@@ -65,6 +66,22 @@ def to_grid(
             out = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
         out = fill_gaps(out, max_gap_steps)
     return grid, out
+
+
+def grid_points(lo: float, hi: float, step_seconds: float) -> int:
+    """Points of the grid from `lo` to `hi`; SeriesError when empty or absurdly long."""
+    span = hi - lo
+    if not np.isfinite(span):
+        raise SeriesError("the series' timestamps are not finite")
+    n = int(round(span / step_seconds)) + 1
+    if n < 1:
+        raise SeriesError("the requested time range is empty")
+    if n > MAX_GRID_POINTS:
+        raise SeriesError(
+            f"the series spans {span:.0f} s, which at a step of {step_seconds:g} s is {n:,} points "
+            f"(more than {MAX_GRID_POINTS:,}); check the timestamps for a jump, or give a larger --step"
+        )
+    return n
 
 
 def fill_gaps(values: np.ndarray, max_gap_steps: int) -> np.ndarray:
@@ -129,8 +146,7 @@ def align(
     grid = None
     for name, (t, v) in series.items():
         if len(t) == 0:
-            n = int(round((np.floor(hi / step_seconds) - np.floor(lo / step_seconds)))) + 1
-            features[name] = np.full(n, np.nan)
+            features[name] = np.full(grid_points(np.floor(lo / step_seconds), np.floor(hi / step_seconds), 1.0), np.nan)
             continue
         grid, features[name] = to_grid(t, v, step_seconds, start=lo, end=hi, max_gap_steps=max_gap_steps)
     assert grid is not None

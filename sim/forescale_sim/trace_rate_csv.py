@@ -16,7 +16,7 @@ import numpy as np
 
 from .errors import TraceError
 from .trace_files import existing_file
-from .trace_types import RateTrace, check_sorted
+from .trace_types import RateTrace, check_sorted, check_span
 
 WHAT = "a rate CSV with a timestamp/time column and a value column (req/s)"
 
@@ -63,6 +63,7 @@ def read_rate_csv(path: str | Path, compress: float = 1.0, seed: int = 0) -> Rat
         raise TraceError(f"{path}: the value column must hold finite rates >= 0")
     t = (times - times[0]) / compress
     step = float(np.median(np.diff(t)))
+    check_span(t[-1] + step, str(path))
     ticks = int(np.ceil(t[-1] + step))
     rate_at = rates[np.clip(np.searchsorted(t, np.arange(ticks), side="right") - 1, 0, rates.size - 1)]
     counts = np.random.default_rng(seed).poisson(rate_at)

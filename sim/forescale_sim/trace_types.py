@@ -71,3 +71,21 @@ def check_sorted(times: np.ndarray, name: str, unit: str = "row") -> None:
         if bad.size:
             i = int(bad[0]) + 1
             raise TraceError(f"{name}: not sorted by time: {unit} {i + 1} ({times[i]:g}) comes before {unit} {i} ({times[i - 1]:g}); sort the trace first")
+
+
+#: the shortest and longest replay (after time compression): a minute of warm-up is
+#: needed before policies act, and 35 days of 1 s ticks is already ~3 M ticks per policy
+MIN_REPLAY_SECONDS = 60.0
+MAX_REPLAY_SECONDS = 35 * 86_400.0
+
+
+def check_span(seconds: float, name: str) -> None:
+    """Raise TraceError for a trace too short to replay or so long (a timestamp jump of
+    years, say) that its per-second arrays would not fit in memory."""
+    from .errors import TraceError
+
+    if not np.isfinite(seconds) or seconds > MAX_REPLAY_SECONDS:
+        raise TraceError(f"{name}: the trace spans {seconds:.0f} s, more than {MAX_REPLAY_SECONDS:.0f} s (35 days) can be "
+                         "replayed; check the timestamps for a jump, or compress time (--compress)")
+    if seconds < MIN_REPLAY_SECONDS:
+        raise TraceError(f"{name}: the trace spans {seconds:.0f} s; a replay needs at least {MIN_REPLAY_SECONDS:.0f} s")
