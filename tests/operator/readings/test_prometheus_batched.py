@@ -270,7 +270,7 @@ def test_while_one_reader_refreshes_the_others_read_the_previous_answers():
     client, clock = BlockingClient(), Clock()
     source = _source(client, clock)
     assert source.sample("ml", "chat", _spec(), clock.now).rate_rps == 25.0
-    clock.now += 8  # stale (> 7.5 s) but within one step
+    clock.now += 8  # stale (> 7.5 s) but within two steps
     refresher = threading.Thread(target=source.sample, args=("ml", "chat", _spec(), clock.now))
     refresher.start()
     assert client.entered.wait(5)
@@ -281,3 +281,11 @@ def test_while_one_reader_refreshes_the_others_read_the_previous_answers():
     clock.now += 10  # stale again, and nobody refreshing: this reader refreshes
     client.release.set()
     assert source.sample("ml", "chat", _spec(), clock.now).queries == 7
+
+
+def test_answers_older_than_two_steps_make_readers_wait_for_a_fresh_round():
+    client, clock = FakeClient(), Clock()
+    source = _source(client, clock)
+    source.sample("ml", "chat", _spec(step=3), clock.now)
+    clock.now += 6.5  # more than two 3 s steps: nothing usable, this reader fetches before it reads
+    assert source.sample("ml", "chat", _spec(step=3), clock.now).queries == 7
