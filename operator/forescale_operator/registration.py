@@ -175,6 +175,14 @@ async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, lo
         if behind > step:  # whole ticks were missed: skip them rather than run them back to back
             due += step * math.floor(behind / step)
         await stopped.wait(max(0.0, due - time.monotonic()))
+    if stopped.reason and stopped.reason & kopf.DaemonStoppingReason.RESOURCE_DELETED:
+        # Drop the deleted resource's history, memory and metric series (no dashboard ghosts);
+        # on a pause or an exit they are kept, the resource still exists.
+        owner = Owner.from_body(plain(body))
+        for seam in memo.get("loop_seams", {}).values():
+            forget = getattr(seam, "forget", None)
+            if forget is not None:
+                forget(owner)
 
 
 def _phase(body: Mapping[str, Any], step: float) -> float:

@@ -194,3 +194,22 @@ async def test_preview_reports_would_and_acts_on_nothing(cluster, api, example, 
     assert loop_events and all(m.startswith("Preview: would") for m in loop_events)
     assert _status(cluster)["lastDecision"].startswith("Preview: would")
     assert not [c for c in cluster.objects("configmaps", "default") if c["metadata"]["name"].startswith("chat-incident-")]
+
+
+async def test_forgetting_a_deleted_resource_drops_its_history_and_series(cluster, api, example, loop):
+    run, source, events, clock, telemetry = loop
+    await reconcile(cluster.put(_spec_body(example)), HandlerDeps(api=api, actuators=Actuators(api), events=events))
+    actor, metrics = Actor(admin_token_secret=None, telemetry=telemetry, clock=clock), LoopMetrics("http://prom:9090", clock=clock, build=lambda url: source)
+    deps = TickDeps(api=api, actuators=Actuators(api), events=events, metrics=metrics,
+                    forecaster=LoopForecaster(loader=lambda _: make_baseline("last", step_seconds=5, horizon_seconds=30)),
+                    decide=actor)
+    body = copy.deepcopy(cluster.get("inferencedeployments", "default", "chat"))
+    await tick(TickContext(body), deps)
+    owner = TickContext(body).owner
+    labels = {"namespace": "default", "name": "chat", "pool": "a"}
+    assert telemetry.registry.get_sample_value("forescale_operator_weight_percent", labels) == 100.0
+    assert len(metrics.buffer(owner)) == 1 and owner.uid in actor.memory
+    for seam in (metrics, actor):
+        seam.forget(owner)
+    assert telemetry.registry.get_sample_value("forescale_operator_weight_percent", labels) is None
+    assert len(metrics.buffer(owner)) == 0 and owner.uid not in actor.memory
