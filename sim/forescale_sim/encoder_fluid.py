@@ -35,6 +35,12 @@ class TickResult:
     rejected: float
     latency_ms: float  # the q-quantile latency of the tick (inf when all rejected)
     backlog: float  # requests carried to the next tick
+    #: the served requests' latency distribution: at least `tail_base_ms`, plus an
+    #: exponential tail of mean `tail_scale_ms` (0: all at `latency_ms`), so that
+    #: a step's quantile can be taken over its ticks' mixture, as a Prometheus
+    #: histogram_quantile over the step would
+    tail_base_ms: float = 0.0
+    tail_scale_ms: float = 0.0
 
 
 def _batch_ms(profile: EncoderProfile, precision: str, slowdown: float, rate: float) -> float:
@@ -62,18 +68,22 @@ def encoder_tick(arrivals: float, ready: int, backlog: float, profile: EncoderPr
     per_pod = min(served / dt, capacity) / ready
     rho = per_pod / profile.max_rps(precision, slowdown)
     t_ms = _batch_ms(profile, precision, slowdown, per_pod)
+    base_ms, scale_ms = 1.5 * t_ms + wait_ms, 0.0
     if rho >= 0.999 or left > 0:
         # A saturated tick: requests wait for the backlog and a full batch.
-        q_ms = 2.0 * t_ms + wait_ms
+        q_ms = base_ms = 2.0 * t_ms + wait_ms
         share = 1.0 if q_ms > slo_ms else 0.0
     else:
         q_ms = encoder_latency_ms(per_pod, profile, precision, quantile, slowdown) + wait_ms
-        slack = slo_ms - 1.5 * t_ms - wait_ms
+        slack = slo_ms - base_ms
+        if rho > 0:
+            scale_ms = t_ms * rho / (2.0 * (1.0 - rho))
         if slack <= 0:
             share = 1.0
         elif rho <= 0:
             share = 0.0
         else:
-            share = math.exp(-slack * 2.0 * (1.0 - rho) / (t_ms * rho))
+            share = math.exp(-slack / scale_ms)
     over = served * min(1.0, share) + rejected
-    return TickResult(served, over, rejected, q_ms if served > 0 else (math.inf if rejected else 0.0), left)
+    latency = q_ms if served > 0 else (math.inf if rejected else 0.0)
+    return TickResult(served, over, rejected, latency, left, base_ms, scale_ms)

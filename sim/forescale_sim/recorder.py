@@ -26,6 +26,8 @@ class Recorder:
         self.over = np.zeros((2, ticks))  # fluid pools only; request pools derive it
         self.rejected = np.zeros((2, ticks))
         self.latency_ms = np.full((2, ticks), np.nan)  # fluid pools: the tick's quantile
+        self.tail_base = np.zeros((2, ticks))  # fluid pools: each tick's latency distribution
+        self.tail_scale = np.zeros((2, ticks))
         self.backlog = np.zeros((2, ticks))
         self.req_arrival = np.full(n_requests, np.nan)
         self.req_pool = np.full(n_requests, -1, dtype=np.int8)
@@ -58,8 +60,11 @@ class Recorder:
             self.req_latency[i] = np.inf
             self.req_done[i] = min(self.req_done[i], now) if self.req_done[i] > now else now
 
-    def tick(self, t: int, pool: str, arrivals: float, over: float, rejected: float, latency_ms: float, backlog: float) -> None:
+    def tick(self, t: int, pool: str, arrivals: float, over: float, rejected: float, latency_ms: float, backlog: float,
+             tail_base_ms: float | None = None, tail_scale_ms: float = 0.0) -> None:
         p = POOL_INDEX[pool]
+        self.tail_base[p, t] = latency_ms if tail_base_ms is None else tail_base_ms
+        self.tail_scale[p, t] = tail_scale_ms
         self.arrivals[p, t] += arrivals
         self.over[p, t] += over
         self.rejected[p, t] += rejected
@@ -92,12 +97,14 @@ class Recorder:
             return float(np.quantile(values, self.quantile, method="higher")) * 1000.0
         lo, hi = max(0, int(now - seconds)), int(now)
         rows = [POOL_INDEX[pool]] if pool is not None else [0, 1]
-        lat = self.latency_ms[rows, lo:hi].ravel()
         w = self.arrivals[rows, lo:hi].ravel()
-        ok = np.isfinite(lat) & (w > 0)
-        if not ok.any():
-            return 1000.0 * self.timeout_s if w.sum() > 0 else None
-        return float(np.average(lat[ok], weights=w[ok]))
+        if w.sum() <= 0:
+            return None
+        return mixture_quantile_ms(
+            w, self.rejected[rows, lo:hi].ravel(), self.latency_ms[rows, lo:hi].ravel(),
+            self.tail_base[rows, lo:hi].ravel(), self.tail_scale[rows, lo:hi].ravel(),
+            self.quantile, 1000.0 * self.timeout_s,
+        )
 
     def error_rate(self, pool: str | None, now: float, seconds: float) -> float | None:
         """Share of requests rejected or failed among those completed in the last `seconds`
@@ -143,3 +150,37 @@ class Recorder:
         with np.errstate(invalid="ignore", divide="ignore"):
             q = lat.sum(1) / arr.sum(1)
         return arr.sum(1), over.sum(1), q
+
+
+def mixture_quantile_ms(arrivals: np.ndarray, rejected: np.ndarray, latency_ms: np.ndarray, base_ms: np.ndarray,
+                        scale_ms: np.ndarray, quantile: float, timeout_ms: float) -> float:
+    """The `quantile` of the latency of all requests of several fluid ticks (ms).
+
+    Each tick's served requests take at least `base_ms`, plus an exponential
+    tail of mean `scale_ms` (none when 0: all at `base_ms`); its rejected ones
+    count at the timeout. The quantile of the mixture is what a histogram over
+    the whole step reports; averaging the ticks' own quantiles would hide a
+    bad second among good ones.
+    """
+    served = np.maximum(arrivals - rejected, 0.0)
+    served = np.where(np.isfinite(latency_ms), served, 0.0)
+    total = float(arrivals.sum())
+    tail = 1.0 - quantile
+
+    def survival(x: float) -> float:
+        over = np.where(x < base_ms, 1.0,
+                        np.where(scale_ms > 0, np.exp(-(x - base_ms) / np.where(scale_ms > 0, scale_ms, 1.0)), 0.0))
+        return (float((served * over).sum()) + (float(rejected.sum()) if x < timeout_ms else 0.0)) / total
+
+    finite = np.isfinite(latency_ms) & (served > 0)
+    hi = max(float(latency_ms[finite].max()) if finite.any() else 0.0, timeout_ms if rejected.sum() > 0 else 0.0)
+    if survival(hi) > tail:
+        return hi
+    lo = 0.0
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if survival(mid) > tail:
+            lo = mid
+        else:
+            hi = mid
+    return hi

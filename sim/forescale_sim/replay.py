@@ -157,7 +157,7 @@ def _route_fluid(trace: RateTrace, t: int, now: float, pools: dict[str, Pool], w
         res = encoder_tick(n, len(pool.ready_pods(now)), pool.backlog, cfg.profile, pool.effective_precision,
                            slow[name], cfg.slo_ms, cfg.quantile, timeout_s=cfg.timeout_s)
         pool.backlog = res.backlog
-        rec.tick(t, name, n, res.over_slo, res.rejected, res.latency_ms, res.backlog)
+        rec.tick(t, name, n, res.over_slo, res.rejected, res.latency_ms, res.backlog, res.tail_base_ms, res.tail_scale_ms)
 
 
 def run_policy(trace: RequestTrace | RateTrace, policy: Policy, cfg: ClusterConfig,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from forescale_sim.recorder import Recorder
@@ -31,3 +33,41 @@ def test_crash_failures_count_as_rejected_and_over() -> None:
     requests, over, _ = rec.window_counts()
     assert (requests[0], over[0]) == (2, 1)
     assert rec.rejected.sum() == 1
+
+
+# --- fluid pools: the quantile of a step is taken over its ticks' mixture ---------------
+
+def _fluid(ticks):
+    """A recorder whose pool A had `ticks` = [(arrivals, rejected, base_ms, scale_ms)] at seconds 0..n-1."""
+    rec = Recorder(len(ticks) + 1, 0, 0.99, 200.0, 15.0)
+    for t, (n, rejected, base, scale) in enumerate(ticks):
+        q = base + scale * -math.log(0.01) if n > rejected else math.inf
+        rec.tick(t, "a", n, 0.0, rejected, q, 0.0, base, scale)
+    return rec
+
+
+@pytest.mark.parametrize(
+    "ticks, want",
+    [
+        # one kind of second: the step's p99 is the tick's own (base + scale x ln 100)
+        pytest.param([(100.0, 0.0, 10.0, 5.0)] * 10, 10.0 + 5.0 * math.log(100), id="uniform-seconds"),
+        # no tail: every request at its base
+        pytest.param([(100.0, 0.0, 30.0, 0.0)] * 10, 30.0, id="no-tail"),
+        # 2 of 100 requests rejected: the p99 is the timeout
+        pytest.param([(100.0, 2.0, 10.0, 1.0)], 15000.0, id="rejections-at-the-timeout"),
+    ],
+)
+def test_fluid_step_quantile(ticks, want):
+    assert _fluid(ticks).latency_q("a", float(len(ticks)), float(len(ticks))) == pytest.approx(want, rel=1e-6)
+
+
+def test_one_bad_second_shows_in_the_step_quantile():
+    # 14 calm seconds (p99 ~33 ms) and one at 400 ms: 1/15 of the requests are over
+    # 400 ms, so the step's p99 is at least 400 ms, where the mean of the ticks' p99
+    # (what the replay used to report) is ~58 ms.
+    calm = (100.0, 0.0, 10.0, 5.0)
+    bad = (100.0, 0.0, 400.0, 0.0)
+    rec = _fluid([calm] * 14 + [bad])
+    p99 = rec.latency_q("a", 15.0, 15.0)
+    assert p99 == pytest.approx(400.0, rel=1e-6)
+    assert p99 > 5 * float(rec.latency_ms[0, :15].mean())

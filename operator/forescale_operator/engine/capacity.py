@@ -42,8 +42,15 @@ def learn(
     obs: PoolObservation,
     target_ms: float,
     params: EngineParams,
+    incident: bool = False,
 ) -> dict[str, CapacityEstimate]:
     """Fold one observation of `pool` running `precision` into the estimates.
+
+    During an incident on the pool (`incident`), the estimate tracks the pool as
+    it is now: an over-SLO sample sets it to its bound at once, the floor is the
+    anchor / `incident_max_slowdown`, and comfortable samples do not relax it
+    back up (the slowdown has not been shown to be over until the pool carries
+    more).
 
     Ticks without ready pods, rate or latency teach nothing and leave the map as is.
     """
@@ -56,20 +63,34 @@ def learn(
     prior = capacity_for(capacity, pool, precision, params)
     current = old.rps if old.rps is not None else prior
     ceiling = old.ceiling
+    samples = old.samples + 1
+    if incident:
+        # The estimate is used at once: the fallback describes the pool before it slowed.
+        samples = max(samples, params.min_capacity_samples)
     if obs.latency_ms <= target_ms:
         rps = max(current, per_pod)
         ceiling = max(ceiling, per_pod)
-        if obs.latency_ms <= params.relax_latency_ratio * target_ms:
+        if incident and obs.latency_ms > params.incident_knee_ratio * target_ms:
+            # Close to the target, latency is near proportional to load: the point
+            # estimate, never under the rate the pods just sustained nor under the floor.
+            rps = max(per_pod, min(current, per_pod * target_ms / obs.latency_ms), min(current, _floor(out, pool, precision, ceiling, True, params)))
+        if obs.latency_ms <= params.relax_latency_ratio * target_ms and not incident:
             # Only upwards, and only as far as a rate the pods have actually sustained.
             rps += params.capacity_relax * max(0.0, proven_ceiling(out, pool, precision, params, own=ceiling) - rps)
     else:
         bound = per_pod * max(params.min_overload_factor, target_ms / obs.latency_ms)
-        rps = current + params.capacity_smoothing * (min(current, bound) - current)
-        anchor = max(proven_ceiling(out, pool, precision, params, own=ceiling), fallback_for(precision, params))
-        floor = anchor / params.max_slowdown
-        rps = max(rps, min(current, floor))
-    out[k] = CapacityEstimate(rps=rps, ceiling=ceiling, samples=old.samples + 1)
+        smoothing = 1.0 if incident else params.capacity_smoothing
+        rps = current + smoothing * (min(current, bound) - current)
+        rps = max(rps, min(current, _floor(out, pool, precision, ceiling, incident, params)))
+    out[k] = CapacityEstimate(rps=rps, ceiling=ceiling, samples=samples)
     return out
+
+
+def _floor(capacity: Mapping[str, CapacityEstimate], pool: str, precision: str, ceiling: float, incident: bool,
+           params: EngineParams) -> float:
+    """The lowest estimate a sample may set: the proven ceiling (or the fallback) / the slowdown bound."""
+    anchor = max(proven_ceiling(capacity, pool, precision, params, own=ceiling), fallback_for(precision, params))
+    return anchor / (params.incident_max_slowdown if incident else params.max_slowdown)
 
 
 def proven_ceiling(
@@ -121,3 +142,21 @@ def capacity_for(
 def fallback_for(precision: str, params: EngineParams) -> float:
     """The documented fallback capacity (`fallback_capacity_rps`, at fp16) at `precision`."""
     return params.fallback_capacity_rps * params.speed(precision) / params.speed("fp16")
+
+
+def degraded_capacity(
+    capacity: Mapping[str, CapacityEstimate],
+    pool: str,
+    precision: str,
+    runtime: str,
+    params: EngineParams,
+) -> float:
+    """Per-pod capacity of `pool` back at `precision` while it runs `runtime`
+    during an incident: what it showed at `runtime`, carried over by the
+    precision speeds, when that is lower than its estimate at `precision`
+    (a pool slowed 2.5x at int8 is slowed at fp16 too)."""
+    own = capacity_for(capacity, pool, precision, params)
+    if runtime == precision:
+        return own
+    shown = capacity_for(capacity, pool, runtime, params) * params.speed(precision) / params.speed(runtime)
+    return min(own, shown)

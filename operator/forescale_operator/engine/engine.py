@@ -46,7 +46,12 @@ def decide(
     # Rule 1: learn from what each pool ran at while measured.
     runtime_a = state.runtime_precision_a
     prec_a = runtime_a or spec.a.precision
-    learned = cap.learn(state.capacity, "a", obs.a.precision or prec_a, obs.a, target, params)
+    learned = dict(state.capacity)
+    # During an incident, a tick at which A's ready pods changed mixes two fleet
+    # sizes in one rate window (new pods come in by the handful): learn nothing from it.
+    if state.incident is None or obs.a.ready_replicas == state.last_ready_a:
+        learned = cap.learn(learned, "a", obs.a.precision or prec_a, obs.a, target, params,
+                            incident=state.incident is not None)
     learned = cap.learn(learned, "b", obs.b.precision or spec.b.precision, obs.b, target, params)
     cap_b = cap.capacity_for(learned, "b", spec.b.precision, params)
 
@@ -66,6 +71,7 @@ def decide(
     emergency_started_at, emergency_weight_b = state.emergency_started_at, state.emergency_weight_b
     under_since, step, next_at = state.under_slo_since, state.cutback_step, state.cutback_next_at
     int8_rejected = state.int8_rejected
+    finished_incident = False
 
     # A forecast spike starts the playbook when it appears, not for as long as it
     # lasts: a forecaster that keeps predicting a finished incident must not
@@ -104,7 +110,7 @@ def decide(
             playbook.total_rate(obs) or 0.0,
             obs.a.ready_replicas,
             cap.capacity_for(learned, "a", runtime_a or spec.a.precision, params),
-            cap.capacity_for(learned, "a", spec.a.precision, params),
+            cap.degraded_capacity(learned, "a", spec.a.precision, runtime_a or spec.a.precision, params),
             limit, now, params,
         )
         actions += progress.actions
@@ -115,6 +121,10 @@ def decide(
         emergency_weight_b = progress.emergency_weight_b
         if incident is None:
             trigger, emergency_started_at = None, None
+            # A's recommendations during the incident sized a degraded pool: once
+            # it carries all traffic at its template precision again they no
+            # longer hold it up (B's reserve recommendations still do).
+            finished_incident = True
 
     new_pods = playbook.apply_to_new_pods(obs, runtime_a, state.last_ready_a, params) if runtime_a == state.runtime_precision_a else None
     if new_pods:
@@ -127,13 +137,17 @@ def decide(
     # While traffic returns to A, size A for the share after the next step at its template precision.
     if incident in (Phase.RECOVERING, Phase.CUTTING_BACK):
         share_a = min(100, weights["a"] + spec.traffic.cutback.step_percent)
-        size_cap_a = min(cap_a, cap.capacity_for(learned, "a", spec.a.precision, params))
+        # The precision comes back with the last step only: until then A serves at its runtime precision.
+        size_cap_a = cap_a if share_a < 100 else min(cap_a, cap.degraded_capacity(learned, "a", spec.a.precision, prec_a, params))
     else:
         share_a, size_cap_a = weights["a"], cap_a
     startup_a = startup["a"] if startup["a"] is not None else params.default_startup_seconds
     dem = sizing.demand(forecast, playbook.total_rate(obs), now, startup_a)
     window = sizing.stabilization_window(params, spec.forecast.step_seconds)
     history = dict(state.history)
+    if finished_incident:
+        # An entry at 0 replaces the window (an empty one would be seeded with the current replicas).
+        history["a"] = ((now, 0),)
     desired: dict[str, int] = {}
     saturated = False
     if dem is None:
@@ -162,7 +176,7 @@ def decide(
             pool = spec.pool(p)
             raw = sizing.clamp(raw, pool.min_replicas, pool.max_replicas)
             current = sizing.clamp(obs.pool(p).replicas, pool.min_replicas, pool.max_replicas)
-            stable, history[p] = sizing.stabilize(state.history.get(p, ()), now, current, raw, window)
+            stable, history[p] = sizing.stabilize(history.get(p, ()), now, current, raw, window)
             desired[p] = sizing.clamp(stable, pool.min_replicas, pool.max_replicas)
             if stable < current or raw < current:
                 if desired[p] > raw:

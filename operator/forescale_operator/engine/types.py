@@ -134,10 +134,16 @@ class EngineParams:
     min_overload_factor: float = 0.5
     #: nor below the proven ceiling / max_slowdown: a pod slower than that is a fault for the playbook
     max_slowdown: float = 3.0
+    #: the same floor while an incident is open on pool A, where the estimate
+    #: sizes A for the slowdown at hand (the incident bounds how long it lasts)
+    incident_max_slowdown: float = 6.0
+    #: during an incident, a sample whose latency is over this share of the target
+    #: (and under it) sits at the knee: it sets the estimate to rate x target / latency
+    incident_knee_ratio: float = 0.8
     #: share of the learned capacity a pod is sized to carry. 1.0 because the
     #: capacity is already the rate at which the SLO quantile reaches the target,
     #: and sizing on the forecast's upper band is the margin.
-    target_utilization: float = 1.0
+    target_utilization: float = 0.85
     #: start-up (scheduled -> ready) assumed before one is measured, seconds (DESIGN §6)
     default_startup_seconds: float = 90.0
     #: consecutive ticks of growing queue depth that trigger the playbook
@@ -165,6 +171,8 @@ class EngineParams:
             ("relax_latency_ratio", 0 < self.relax_latency_ratio <= 1),
             ("min_overload_factor", 0 < self.min_overload_factor <= 1),
             ("max_slowdown", self.max_slowdown >= 1),
+            ("incident_max_slowdown", self.incident_max_slowdown >= 1),
+            ("incident_knee_ratio", 0 < self.incident_knee_ratio <= 1),
             ("target_utilization", 0 < self.target_utilization <= 1),
             ("default_startup_seconds", self.default_startup_seconds >= 0),
             ("queue_growth_ticks", self.queue_growth_ticks >= 1),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from forescale_operator.engine import CapacityEstimate, EngineParams, PoolObservation
-from forescale_operator.engine.capacity import capacity_for, learn
+from forescale_operator.engine.capacity import capacity_for, degraded_capacity, learn
 
 PARAMS = EngineParams(fallback_capacity_rps=50.0, min_capacity_samples=3)
 SLO = 200.0
@@ -98,3 +98,64 @@ def test_an_incident_right_after_start_does_not_spiral_either():
     for ready in range(4, 30):
         capacity = learn(capacity, "a", "fp16", _pool(40.0, 3000.0, ready=ready), SLO, PARAMS)
     assert capacity_for(capacity, "a", "fp16", PARAMS) == pytest.approx(PARAMS.fallback_capacity_rps / PARAMS.max_slowdown, rel=0.02)
+
+
+# --- during an incident on the pool ------------------------------------------------------
+
+def _learn_incident(samples, precision="int8", capacity=None, params=PARAMS):
+    capacity = capacity or {}
+    for rate, latency in samples:
+        capacity = learn(capacity, "a", precision, _pool(rate, latency), SLO, params, incident=True)
+    return capacity
+
+
+@pytest.mark.parametrize(
+    "samples, want",
+    [
+        # int8 fallback 83.3; 4 pods at 100 rps (25 each) and 300 ms: the bound 25 x 200/300 at once
+        pytest.param([(100.0, 300.0)], 25.0 * 200 / 300, id="over-slo-takes-the-bound-at-once"),
+        # near the target (190 ms > 0.8 x 200): the point estimate 25 x 200/190, used from the first sample
+        pytest.param([(100.0, 190.0)], 25.0 * 200 / 190, id="knee-sample-sets-the-point-estimate"),
+        # comfortably under the target: nothing learned about the slowed pool, the estimate stays
+        pytest.param([(100.0, 100.0)], 50.0 / 0.6, id="comfortable-sample-keeps-the-estimate"),
+        # 20x over the target is floored at the anchor / incident_max_slowdown (83.3 / 6), not 12.5
+        pytest.param([(100.0, 4000.0)] * 3, 50.0 / 0.6 / 6, id="floored-at-incident-max-slowdown"),
+    ],
+)
+def test_learning_during_an_incident(samples, want):
+    capacity = _learn_incident(samples)
+    assert capacity_for(capacity, "a", "int8", PARAMS) == pytest.approx(want, rel=1e-6)
+
+
+def test_no_relaxing_back_up_while_the_incident_lasts():
+    proven = _learn_all([(280.0, 150.0)] * 3)  # 70 rps per pod at fp16 before the incident
+    capacity = _learn_incident([(100.0, 300.0)], capacity=proven)
+    low = capacity_for(capacity, "a", "int8", PARAMS)
+    calm = _learn_incident([(40.0, 60.0)] * 30, capacity=capacity)
+    assert capacity_for(calm, "a", "int8", PARAMS) == pytest.approx(low)
+    # The same calm samples outside an incident relax the estimate towards what was proven.
+    relaxed = capacity
+    for _ in range(30):
+        relaxed = learn(relaxed, "a", "int8", _pool(40.0, 60.0), SLO, PARAMS)
+    assert capacity_for(relaxed, "a", "int8", PARAMS) > low
+
+
+@pytest.mark.parametrize(
+    "int8_samples, want_fp16",
+    [
+        # nothing learned at int8: fp16 is its own estimate (60 rps per pod proven before)
+        pytest.param([], 60.0, id="no-incident-estimate"),
+        # A showed 16.7 rps per pod at int8 during the incident: 10 at fp16, under the 60 proven
+        pytest.param([(100.0, 300.0)], 25.0 * 200 / 300 * 0.6, id="slowed-at-int8-is-slowed-at-fp16"),
+    ],
+)
+def test_degraded_capacity_carries_the_incident_across_precisions(int8_samples, want_fp16):
+    capacity = _learn_incident(int8_samples, capacity=_learn_all([(240.0, 150.0)] * 3))
+    assert degraded_capacity(capacity, "a", "fp16", "int8", PARAMS) == pytest.approx(want_fp16)
+    assert degraded_capacity(capacity, "a", "fp16", "fp16", PARAMS) == pytest.approx(60.0)
+
+
+@pytest.mark.parametrize("field, value", [("incident_max_slowdown", 0.5), ("incident_knee_ratio", 0.0), ("incident_knee_ratio", 1.5)])
+def test_incident_params_are_range_checked(field, value):
+    with pytest.raises(ValueError, match=f"EngineParams.{field}: out of range"):
+        EngineParams(**{field: value})
