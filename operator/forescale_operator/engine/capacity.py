@@ -43,8 +43,16 @@ def learn(
     target_ms: float,
     params: EngineParams,
     incident: bool = False,
+    relax_to_fallback: bool = False,
 ) -> dict[str, CapacityEstimate]:
     """Fold one observation of `pool` running `precision` into the estimates.
+
+    `relax_to_fallback` (while an incident's traffic is handed back) lets
+    comfortable samples relax the estimate towards the documented fallback too,
+    not only towards a rate already sustained: a pool that was measured slow
+    during the incident and now carries its share with room must be able to
+    earn the next step, or a maxReplicas under the incident's estimate would
+    hold the cut-back for ever.
 
     During an incident on the pool (`incident`), the estimate tracks the pool as
     it is now: an over-SLO sample sets it to its bound at once, the floor is the
@@ -76,7 +84,10 @@ def learn(
             rps = max(per_pod, min(current, per_pod * target_ms / obs.latency_ms), min(current, _floor(out, pool, precision, ceiling, True, params)))
         if obs.latency_ms <= params.relax_latency_ratio * target_ms and not incident:
             # Only upwards, and only as far as a rate the pods have actually sustained.
-            rps += params.capacity_relax * max(0.0, proven_ceiling(out, pool, precision, params, own=ceiling) - rps)
+            anchor = proven_ceiling(out, pool, precision, params, own=ceiling)
+            if relax_to_fallback:
+                anchor = max(anchor, fallback_for(precision, params))
+            rps += params.capacity_relax * max(0.0, anchor - rps)
     else:
         bound = per_pod * max(params.min_overload_factor, target_ms / obs.latency_ms)
         smoothing = 1.0 if incident else params.capacity_smoothing

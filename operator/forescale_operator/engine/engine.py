@@ -49,9 +49,13 @@ def decide(
     learned = dict(state.capacity)
     # During an incident, a tick at which A's ready pods changed mixes two fleet
     # sizes in one rate window (new pods come in by the handful): learn nothing from it.
+    # While A is being shown to carry more again (CuttingBack), comfortable samples
+    # relax the estimate as usual: otherwise a pool whose slowdown has ended could
+    # wait for ever at a maxReplicas too low for the incident's estimate.
     if state.incident is None or obs.a.ready_replicas == state.last_ready_a:
         learned = cap.learn(learned, "a", obs.a.precision or prec_a, obs.a, target, params,
-                            incident=state.incident is not None)
+                            incident=state.incident in (Phase.EMERGENCY, Phase.RECOVERING),
+                            relax_to_fallback=state.incident is Phase.CUTTING_BACK)
     learned = cap.learn(learned, "b", obs.b.precision or spec.b.precision, obs.b, target, params)
     cap_b = cap.capacity_for(learned, "b", spec.b.precision, params)
 

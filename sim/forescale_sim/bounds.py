@@ -1,0 +1,40 @@
+"""What no policy that keeps DESIGN.md §2's warm reserve can spend less than.
+
+The reserve rule keeps pool B able to take `emergencyWeightPercent` of the
+current traffic at once, so B holds at least one pod whenever requests
+arrive. Pool A, however well forecast, needs `ceil(rate / capacity)` ready
+pods in each window at the calibrated per-pod capacity at the SLO (its
+minReplicas at least). Summing both with no start-up, no margin and no
+incident gives a floor on GPU-hours: a policy with the reserve cannot beat
+it, only approach it. Comparing it with the HPA's GPU-hours says whether
+"no more GPU-hours than the HPA" is reachable at all on a trace.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def reserve_floor_gpu_hours(arrivals_per_second: np.ndarray, capacity_rps: float, window_seconds: int = 10,
+                            a_min: int = 1, b_min: int = 1, b_cost_weight: float = 1.0) -> float:
+    """GPU-hours of A at exactly `ceil(window rate / capacity_rps)` pods plus B at `b_min` pods.
+
+    `arrivals_per_second` holds the requests that arrived in each second of the replay.
+    """
+    if capacity_rps <= 0 or not math.isfinite(capacity_rps):
+        raise ValueError(f"capacity_rps: must be a positive number, got {capacity_rps!r}")
+    counts = np.asarray(arrivals_per_second, dtype=float)
+    if counts.size == 0:
+        return 0.0
+    n = math.ceil(counts.size / window_seconds)
+    padded = np.zeros(n * window_seconds)
+    padded[: counts.size] = counts
+    per_window = padded.reshape(n, window_seconds)
+    seconds = np.full(n, float(window_seconds))
+    seconds[-1] = counts.size - (n - 1) * window_seconds  # the last window may be short
+    rate = per_window.sum(axis=1) / seconds
+    a_pods = np.maximum(np.ceil(rate / capacity_rps - 1e-9), a_min)
+    b_pods = np.where(rate > 0, max(b_min, 1), b_min)
+    return float(((a_pods + b_cost_weight * b_pods) * seconds).sum() / 3600.0)
