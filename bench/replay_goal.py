@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 
-from forescale_sim.bounds import reserve_floor_gpu_hours
 from forescale_sim.errors import SimError
 from forescale_sim.metrics import WINDOW_SECONDS, episodes, recovery_seconds
 from forescale_sim.session import ReplayOptions, ReplayResult, run_replay
@@ -79,7 +78,7 @@ def _explain(result: ReplayResult, verdicts: dict[str, bool]) -> list[str]:
         lines.append(f"GPU miss: forescale ran A at {a:.2f} pods and B at {b:.2f} pods on average (B's costWeight "
                      f"{1.0:g}), the HPA {h:.2f} pods: A alone is {a / h:.2f}x the HPA; B (minReplicas 1, warm reserve "
                      f"{20}% of the forecast at int8) adds {b / h:.2f}x")
-        floor = reserve_floor(result)
+        floor = result.reserve_floor_gpu_hours
         reach = "unreachable for any policy with the reserve" if floor > hpa.gpu_hours else "reachable only near this floor"
         lines.append(f"  floor (sim/forescale_sim/bounds.py): A at exactly ceil(rate / calibrated fp16 capacity) per 10 s window, "
                      f"no start-up, no margin, no incident, plus B's one reserve pod = {floor:.3f} GPU-h = "
@@ -92,12 +91,6 @@ def _explain(result: ReplayResult, verdicts: dict[str, bool]) -> list[str]:
         ttr = recovery_seconds(fs.windows_over)
         lines.append(f"MTTR miss: forescale's recovery times {[round(t) for t, _ in ttr]} s (censored: {[c for _, c in ttr]})")
     return [line for line in lines if line]
-
-
-def reserve_floor(result: ReplayResult) -> float:
-    """The GPU-hours no policy keeping DESIGN.md §2's reserve can go under on this replay."""
-    arrivals = result.runs["hpa"].recorder.arrivals.sum(axis=0)
-    return reserve_floor_gpu_hours(arrivals, result.calibration["capacity_rps_at_slo"]["fp16"])
 
 
 def main(argv: list[str]) -> int:
@@ -158,7 +151,7 @@ def main(argv: list[str]) -> int:
         met = all(verdicts.values())
         all_met &= met
         summary.append(f"{label:16s} viol {_ratio(fs.slo.violation_seconds, hpa.slo.violation_seconds):>6s}x hpa  "
-                       f"gpu {g_ratio:5.2f}x hpa (reserve floor {reserve_floor(result) / hpa.gpu_hours:4.2f}x)  "
+                       f"gpu {g_ratio:5.2f}x hpa (reserve floor {result.reserve_floor_gpu_hours / hpa.gpu_hours:4.2f}x)  "
                        f"mttr {fs.slo.mttr_seconds:5.0f} s  -> {'all goals met' if met else 'goal(s) missed: ' + ', '.join(k for k, v in verdicts.items() if not v)}")
     print("\n=== replay goal summary (forescale vs hpa) ===")
     print("\n".join(summary))

@@ -15,6 +15,7 @@ import numpy as np
 
 from forescale_server.service_model import A100_OPT13B, T4_BERT_BASE, DecoderProfile, get_profile
 
+from .bounds import reserve_floor_gpu_hours
 from .calibration import Calibration
 from .errors import SimError
 from .incidents import Incident, default_incidents, parse_incidents
@@ -61,6 +62,8 @@ class ReplayResult:
     calibration: dict
     runs: dict[str, PolicyRun]
     forecaster: str
+    #: GPU-hours no policy keeping DESIGN.md §2's reserve can go under (bounds.py)
+    reserve_floor_gpu_hours: float = 0.0
 
     def to_json(self) -> dict:
         """The DESIGN.md §6 object (plus `calibration`, `notes` and `forecaster`)."""
@@ -75,6 +78,7 @@ class ReplayResult:
             "calibration": self.calibration,
             "forecaster": self.forecaster,
             "notes": list(self.trace.notes),
+            "reserve_floor_gpu_hours": round(self.reserve_floor_gpu_hours, 4),
             "policies": {name: run.to_dict() for name, run in self.runs.items()},
         }
 
@@ -98,11 +102,14 @@ def _forecaster_factory(name: str, progress) -> tuple[Callable, str]:
     return (lambda step, horizon: make_baseline(name, step_seconds=step, horizon_seconds=horizon)), f"baseline {name}"
 
 
-def _window_rates(trace: RequestTrace | RateTrace, ticks: int) -> tuple[np.ndarray, float]:
+def _per_second(trace: RequestTrace | RateTrace, ticks: int) -> np.ndarray:
     if isinstance(trace, RequestTrace):
-        per_s = np.bincount(trace.arrivals.astype(int), minlength=ticks).astype(float)
-    else:
-        per_s = trace.counts.astype(float)
+        return np.bincount(trace.arrivals.astype(int), minlength=ticks).astype(float)
+    return trace.counts.astype(float)
+
+
+def _window_rates(trace: RequestTrace | RateTrace, ticks: int) -> tuple[np.ndarray, float]:
+    per_s = _per_second(trace, ticks)
     n_w = int(np.ceil(per_s.size / 10))
     windows = np.pad(per_s, (0, n_w * 10 - per_s.size)).reshape(n_w, 10).mean(1)
     peak = float(np.convolve(per_s, np.ones(60) / 60, "valid").max()) if per_s.size >= 60 else float(per_s.mean())
@@ -173,4 +180,5 @@ def run_replay(opts: ReplayOptions) -> ReplayResult:
             run.extras.update(policy.extras())
         runs[name] = run
         opts.progress(f"  {name:9s} violation {run.slo.violation_seconds:6.0f} s  gpu-h {run.gpu_hours:7.3f}  ({run.seconds:.1f} s)")
-    return ReplayResult(opts, trace, duration, slo_ms, incidents, calibration, runs, forecaster_label)
+    floor = reserve_floor_gpu_hours(_per_second(trace, ticks), cap16)
+    return ReplayResult(opts, trace, duration, slo_ms, incidents, calibration, runs, forecaster_label, floor)

@@ -37,6 +37,9 @@ def test_json_has_every_design_key_for_every_policy(azure_slice: Path, capsys, t
         assert row["gpu_hours"] > 0
         assert row["target_per_pod"] == pytest.approx(target)
     assert target == pytest.approx(0.7 * data["calibration"]["capacity_rps_at_slo"]["fp16"], rel=1e-3)
+    # the reserve floor: at least one B pod for the whole replay, plus A's minimum
+    assert data["reserve_floor_gpu_hours"] >= 2 * data["duration_seconds"] / 3600 - 1e-6
+    assert data["reserve_floor_gpu_hours"] <= data["policies"]["static"]["gpu_hours"] + data["duration_seconds"] / 3600
     # peers scale pool A only and never move traffic
     assert all(data["policies"][p]["weight_changes"] == 0 for p in ("hpa", "keda", "kpa", "static", "oracle"))
     assert data["policies"]["static"]["scaling_actions"] == 0
