@@ -187,7 +187,8 @@ def decide(
                     reasons.append(f"{p} held at {desired[p]} (raw {raw}) by the {window:.0f} s stabilization window")
 
     capacity_rps = {"a": cap_a, "b": cap_b}
-    events += scale_events(spec, state.last_desired, obs, desired, dem, capacity_rps, prec_a, params)
+    sizing_a = (size_cap_a, spec.a.precision) if size_cap_a != cap_a else None
+    events += scale_events(spec, state.last_desired, obs, desired, dem, capacity_rps, prec_a, params, share_a, sizing_a)
 
     phase = phase_for(incident, obs, desired, saturated)
     new_state = replace(

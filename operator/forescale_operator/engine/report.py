@@ -36,8 +36,16 @@ def scale_events(
     capacity_rps: Mapping[str, float],
     precision_a: str,
     params: EngineParams,
+    share_a: int = 100,
+    sizing_a: tuple[float, str] | None = None,
 ) -> list[Event]:
-    """ScaledUp / ScaledDown when a pool's desired replicas change from the last decision."""
+    """ScaledUp / ScaledDown when a pool's desired replicas change from the last decision.
+
+    `share_a` is the share of the demand A was sized for (its weight, or the
+    share after the next cut-back step); `sizing_a` the per-pod capacity and
+    precision A was sized at when not `capacity_rps["a"]` at `precision_a`
+    (the last cut-back step sizes at the template precision).
+    """
     events = []
     for pool in ("a", "b"):
         before = last_desired[pool] if last_desired is not None else obs.pool(pool).replicas
@@ -45,11 +53,15 @@ def scale_events(
         if after == before:
             continue
         precision = precision_a if pool == "a" else spec.b.precision
+        per_pod = capacity_rps[pool]
+        if pool == "a" and sizing_a is not None:
+            per_pod, precision = sizing_a
         if demand is None:
             why = "bounds"
         elif pool == "a":
             when = f" in {demand.lead_seconds:.0f} s" if demand.lead_seconds is not None else " now"
-            why = f"{demand.source} {demand.at_ready:.0f} rps{when}"
+            share = f", a's {share_a}% share" if share_a < 100 else ""
+            why = f"{demand.source} {demand.at_ready:.0f} rps{when}{share}"
         else:
             why = (
                 f"reserve {spec.warm_reserve_percent}% of {demand.peak:.0f} rps, "
@@ -60,7 +72,7 @@ def scale_events(
         events.append(Event(
             reason,
             f"Scale {params.pool_name(pool)} {verb} from {before} to {after}: {why}; "
-            f"{capacity_rps[pool]:.1f} rps per pod at {precision}",
+            f"{per_pod:.1f} rps per pod at {precision}",
         ))
     return events
 

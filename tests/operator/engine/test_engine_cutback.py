@@ -210,3 +210,11 @@ def test_a_cut_back_relaxes_the_incident_estimate_as_a_proves_itself(tick):
     assert done is not None, s.decisions[-1].reasons
     assert any("cut-back waits" in r for d in s.decisions for r in d.reasons)  # it did wait for capacity first
     assert s.decisions[-1].weights == {"a": 100, "b": 0}
+
+
+def test_scaling_a_during_an_incident_says_for_which_share_and_precision(tick):
+    s = _emergency(tick)
+    d = s.at(15.0, latency=300.0, a_extra=INT8)  # A at int8 still over the SLO: its estimate drops at once
+    up = next(e for e in d.events if e.reason is Reason.SCALED_UP and "chat-a" in e.message)
+    assert "a's 70% share" in up.message and "rps per pod at int8" in up.message
+    assert d.desired_replicas["a"] > 8
