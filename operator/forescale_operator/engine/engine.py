@@ -46,12 +46,12 @@ def decide(
     # Rule 1: learn from what each pool ran at while measured.
     runtime_a = state.runtime_precision_a
     prec_a = runtime_a or spec.a.precision
+    # During an incident A's estimate follows A as it is (Emergency, Recovering);
+    # while traffic goes back to it (CuttingBack) comfortable ticks relax it again,
+    # towards the fallback too, or a pool whose slowdown has ended could wait for
+    # ever at a maxReplicas under the incident's estimate. A tick at which A's ready
+    # pods changed mixes two fleet sizes in one rate window: it teaches nothing then.
     learned = dict(state.capacity)
-    # During an incident, a tick at which A's ready pods changed mixes two fleet
-    # sizes in one rate window (new pods come in by the handful): learn nothing from it.
-    # While A is being shown to carry more again (CuttingBack), comfortable samples
-    # relax the estimate as usual: otherwise a pool whose slowdown has ended could
-    # wait for ever at a maxReplicas too low for the incident's estimate.
     if state.incident is None or obs.a.ready_replicas == state.last_ready_a:
         learned = cap.learn(learned, "a", obs.a.precision or prec_a, obs.a, target, params,
                             incident=state.incident in (Phase.EMERGENCY, Phase.RECOVERING),
@@ -138,7 +138,7 @@ def decide(
     weights = {"a": 100 - weight_b, "b": weight_b}
     prec_a = runtime_a or spec.a.precision
     cap_a = cap.capacity_for(learned, "a", prec_a, params)
-    # While traffic returns to A, size A for the share after the next step at its template precision.
+    # While traffic returns to A, size A for its share after the next step.
     if incident in (Phase.RECOVERING, Phase.CUTTING_BACK):
         share_a = min(100, weights["a"] + spec.traffic.cutback.step_percent)
         # The precision comes back with the last step only: until then A serves at its runtime precision.
