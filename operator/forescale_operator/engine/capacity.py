@@ -82,7 +82,11 @@ def learn(
             # Close to the target, latency is near proportional to load: the point
             # estimate, never under the rate the pods just sustained nor under the floor.
             rps = max(per_pod, min(current, per_pod * target_ms / obs.latency_ms), min(current, _floor(out, pool, precision, ceiling, True, params)))
-        if obs.latency_ms <= params.relax_latency_ratio * target_ms and not incident:
+        comfortable = obs.latency_ms <= params.relax_latency_ratio * target_ms
+        if comfortable and not incident and not old.overloaded and per_pod >= params.probe_load_ratio * current:
+            # Additive increase until the first overload: see EngineParams.capacity_probe.
+            rps = max(rps, current * (1.0 + params.capacity_probe))
+        if comfortable and not incident:
             # Only upwards, and only as far as a rate the pods have actually sustained.
             anchor = proven_ceiling(out, pool, precision, params, own=ceiling)
             if relax_to_fallback:
@@ -93,7 +97,8 @@ def learn(
         smoothing = 1.0 if incident else params.capacity_smoothing
         rps = current + smoothing * (min(current, bound) - current)
         rps = max(rps, min(current, _floor(out, pool, precision, ceiling, incident, params)))
-    out[k] = CapacityEstimate(rps=rps, ceiling=ceiling, samples=samples)
+    overloaded = old.overloaded or obs.latency_ms > target_ms
+    out[k] = CapacityEstimate(rps=rps, ceiling=ceiling, samples=samples, overloaded=overloaded)
     return out
 
 

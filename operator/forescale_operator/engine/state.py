@@ -38,6 +38,8 @@ class CapacityEstimate:
     rps: float | None = None
     ceiling: float = 0.0
     samples: int = 0
+    #: an over-SLO sample has bounded it: it has found the knee, so no more probing upwards
+    overloaded: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,8 @@ class EngineState:
             "cutback": {"step": self.cutback_step, "nextAt": _round(self.cutback_next_at)},
             "history": {pool: [[_round(t), n] for t, n in self.history.get(pool, ())] for pool in ("a", "b")},
             "capacity": {
-                key: {"rps": _round(est.rps), "ceiling": _round(est.ceiling), "samples": est.samples}
+                key: {"rps": _round(est.rps), "ceiling": _round(est.ceiling), "samples": est.samples,
+                      "overloaded": est.overloaded}
                 for key, est in sorted(self.capacity.items())
             },
             "metricsUnavailable": self.metrics_unavailable,
@@ -204,6 +207,12 @@ class _Reader:
             raise StateError(key, f"must be one of {', '.join(p.value for p in Phase)}, got {value!r}") from None
 
     @staticmethod
+    def flag(key: str, value: Any) -> bool:
+        if not isinstance(value, bool):
+            raise StateError(key, f"must be true or false, got {value!r}")
+        return value
+
+    @staticmethod
     def float(key: str, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
             raise StateError(key, f"must be a number, got {value!r}")
@@ -248,5 +257,6 @@ class _Reader:
                 rps=cls.opt_float(f"{where}.rps", est.get("rps")),
                 ceiling=cls.float(f"{where}.ceiling", est.get("ceiling", 0.0)),
                 samples=cls.int(f"{where}.samples", est.get("samples", 0), 0, None),
+                overloaded=cls.flag(f"{where}.overloaded", est.get("overloaded", False)),
             )
         return out

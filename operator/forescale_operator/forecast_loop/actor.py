@@ -20,10 +20,11 @@ from typing import Any, Callable, Mapping
 from forescale_predictor.forecast_types import Forecast
 
 from ..admin_client import AdminClient, summarize
+from ..capacity_annotation import engine_params
 from ..children import Owner
 from ..engine import decide
 from ..engine.state import EngineState, StateError
-from ..engine.types import Action, ActionKind, Decision, EngineParams, Event
+from ..engine.types import Action, ActionKind, Decision, Event
 from ..phase import ConditionType
 from ..readings.observations import PoolState, build_observations
 from ..reasons import Reason
@@ -110,7 +111,11 @@ class Actor:
         # Decision time = engine + forecast compute, in CPU time of the thread (the issue's
         # goal); API reads and waits for the CPU or the GIL are in the tick's own metrics.
         started = time.thread_time()
-        decision = decide(spec, state, obs, forecast, now, EngineParams(name=owner.name))
+        params, problem = engine_params(owner.name, ((ctx.body or {}).get("metadata") or {}).get("annotations"))
+        if problem and memory.annotation_problem != problem:
+            logger.warning("%s/%s: %s", owner.namespace, owner.name, problem)
+        memory.annotation_problem = problem
+        decision = decide(spec, state, obs, forecast, now, params)
         decided = time.thread_time()
         forecast_seconds = getattr(getattr(deps, "forecaster", None), "seconds", {}).pop(owner.uid, 0.0)
         memory.record(decision, now)

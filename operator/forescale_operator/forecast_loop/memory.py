@@ -21,6 +21,8 @@ class ResourceMemory:
     pending: deque = field(default_factory=lambda: deque(maxlen=400))
     #: (absolute error ms, inside band) of scored forecasts
     scored: deque = field(default_factory=lambda: deque(maxlen=40))
+    #: the last problem with the resource's forescale.io/capacity-rps annotation (logged once)
+    annotation_problem: str | None = None
 
     def remember_forecast(self, target_time: float, median: float, upper: float) -> None:
         self.pending.append((target_time, median, upper))

@@ -77,8 +77,10 @@ def make_policy(name: str, ctx: PolicyContext) -> Policy:
             spec = parse_spec(replay_spec(ctx.slo_ms, ctx.quantile, ctx.max_replicas, ctx.max_replicas, **(ctx.spec_overrides or {})))
         except SpecError as exc:
             raise SimError(f"the forescale policy's spec is invalid: {exc}") from None
+        # The calibrated capacity is what an operator sets from a load test (the
+        # forescale.io/capacity-rps annotation): a configured capacity is not probed upwards.
         params = EngineParams(name="replay", fallback_capacity_rps=ctx.calibration.capacity("fp16"),
-                              default_startup_seconds=ctx.startup_seconds)
+                              default_startup_seconds=ctx.startup_seconds, capacity_probe=0.0)
         forecaster = ctx.forecaster_factory(spec.forecast.step_seconds, spec.forecast.horizon_seconds) if ctx.forecaster_factory else None
         if forecaster is None:
             raise SimError("the forescale policy needs a forecaster")

@@ -159,3 +159,40 @@ def test_degraded_capacity_carries_the_incident_across_precisions(int8_samples, 
 def test_incident_params_are_range_checked(field, value):
     with pytest.raises(ValueError, match=f"EngineParams.{field}: out of range"):
         EngineParams(**{field: value})
+
+
+# --- probing upwards until the first overload ------------------------------------------
+
+@pytest.mark.parametrize(
+    "samples, want",
+    [
+        # 4 pods at 160 rps: 40 per pod = 0.8 x the 50 fallback, at a comfortable 100 ms: +5%
+        pytest.param([(160.0, 100.0)], 50.0 * 1.05, id="loaded-and-comfortable-probes"),
+        # and again at the next tick; the third finds 40 per pod under 0.75 x 55.1: the pods no longer say more
+        pytest.param([(160.0, 100.0)] * 3, 50.0 * 1.05**2, id="probes-while-the-pods-carry-the-estimate"),
+        # 20 per pod is not load enough to say anything about 50
+        pytest.param([(80.0, 100.0)], 50.0, id="light-load-does-not-probe"),
+        # 150 ms is not comfortable (> 0.6 x 200)
+        pytest.param([(160.0, 150.0)], 50.0, id="near-the-target-does-not-probe"),
+        # an overload found the knee: no probing after it, only relaxing to what was sustained
+        # (50 pulled 30% towards the bound 60 x 200/400 = 30 gives 44; 40 per pod then sustained is under it)
+        pytest.param([(240.0, 400.0), (160.0, 100.0)], 44.0, id="no-probe-after-an-overload"),
+    ],
+)
+def test_probing_upwards(samples, want):
+    capacity = _learn_all(samples)
+    assert capacity["a/fp16"].rps == pytest.approx(want)
+
+
+def test_probing_can_be_switched_off():
+    params = EngineParams(fallback_capacity_rps=50.0, min_capacity_samples=3, capacity_probe=0.0)
+    capacity = {}
+    for _ in range(3):
+        capacity = learn(capacity, "a", "fp16", _pool(160.0, 100.0), SLO, params)
+    assert capacity["a/fp16"].rps == pytest.approx(50.0) and not capacity["a/fp16"].overloaded
+
+
+@pytest.mark.parametrize("field, value", [("capacity_probe", -0.1), ("capacity_probe", 1.5), ("probe_load_ratio", 0.0)])
+def test_probe_params_are_range_checked(field, value):
+    with pytest.raises(ValueError, match=f"EngineParams.{field}: out of range"):
+        EngineParams(**{field: value})

@@ -25,6 +25,13 @@ def test_round_trip_through_json_is_exact(tick):
     text = json.dumps(status)
     assert len(text) < 2000, "status must stay small"
     assert EngineState.from_status(json.loads(text)) == d.state
+    # 450 ms over the 200 ms SLO: the estimate found the knee, and that survives a restart
+    assert EngineState.from_status(json.loads(text)).capacity["a/fp16"].overloaded
+
+
+def test_a_status_written_before_the_overloaded_flag_reads_as_not_overloaded():
+    state = EngineState.from_status({"capacity": {"a/fp16": {"rps": 40.0, "ceiling": 40.0, "samples": 9}}})
+    assert state.capacity["a/fp16"].rps == 40.0 and not state.capacity["a/fp16"].overloaded
 
 
 @pytest.mark.parametrize(
@@ -36,6 +43,7 @@ def test_round_trip_through_json_is_exact(tick):
         pytest.param({"cutback": {"step": -1}}, "cutback.step", id="negative-step"),
         pytest.param({"history": {"a": [[1.0]]}}, "history.a[0]", id="history-entry-short"),
         pytest.param({"capacity": {"a/fp16": {"rps": "fast"}}}, "capacity.a/fp16.rps", id="capacity-not-number"),
+        pytest.param({"capacity": {"a/fp16": {"rps": 5.0, "overloaded": "yes"}}}, "capacity.a/fp16.overloaded", id="overloaded-not-bool"),
         pytest.param({"metricsUnavailable": "no"}, "metricsUnavailable", id="flag-not-bool"),
         pytest.param({"underSloSince": True}, "underSloSince", id="time-is-bool"),
         pytest.param(["not", "an", "object"], "", id="not-an-object"),

@@ -213,3 +213,33 @@ async def test_forgetting_a_deleted_resource_drops_its_history_and_series(cluste
         seam.forget(owner)
     assert telemetry.registry.get_sample_value("forescale_operator_weight_percent", labels) is None
     assert len(metrics.buffer(owner)) == 0 and owner.uid not in actor.memory
+
+
+@pytest.mark.parametrize(
+    "annotation, per_pod, warning",
+    [
+        pytest.param(None, 10.0, None, id="absent-default-fallback"),
+        pytest.param("5", 5.0, None, id="load-tested-capacity"),
+        pytest.param(" 22.5 ", 22.5, None, id="spaces-allowed"),
+        pytest.param("fast", 10.0, "annotation forescale.io/capacity-rps: must be a positive number", id="not-a-number"),
+        pytest.param("-2", 10.0, "got '-2'", id="negative"),
+        pytest.param("inf", 10.0, "got 'inf'", id="infinite"),
+    ],
+)
+async def test_the_capacity_annotation_reaches_the_engine(cluster, api, example, loop, caplog, annotation, per_pod, warning):
+    run, source, events, clock, telemetry = loop
+    body = _spec_body(example)
+    if annotation is not None:
+        body["metadata"].setdefault("annotations", {})["forescale.io/capacity-rps"] = annotation
+    await reconcile(cluster.put(body), HandlerDeps(api=api, actuators=Actuators(api), events=events))
+    source.rate = 2.0  # 1 rps per pod: far under any capacity, so the estimate is the configured one
+    with caplog.at_level("WARNING"):
+        for _ in range(3):
+            await run()
+    engine = json.loads(_status(cluster)["engine"])
+    assert engine["capacity"]["a/fp16"]["rps"] == pytest.approx(per_pod)
+    problems = [r.getMessage() for r in caplog.records if "forescale.io/capacity-rps" in r.getMessage()]
+    if warning is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and warning in problems[0]  # logged once, not at every tick
