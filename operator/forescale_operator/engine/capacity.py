@@ -83,7 +83,8 @@ def learn(
             # estimate, never under the rate the pods just sustained nor under the floor.
             rps = max(per_pod, min(current, per_pod * target_ms / obs.latency_ms), min(current, _floor(out, pool, precision, ceiling, True, params)))
         comfortable = obs.latency_ms <= params.relax_latency_ratio * target_ms
-        if comfortable and not incident and not old.overloaded and per_pod >= params.probe_load_ratio * current:
+        room = obs.latency_ms <= params.probe_latency_ratio * target_ms
+        if room and not incident and not old.overloaded and per_pod >= params.probe_load_ratio * current:
             # Additive increase until the first overload: see EngineParams.capacity_probe.
             rps = max(rps, current * (1.0 + params.capacity_probe))
         if comfortable and not incident:

@@ -130,13 +130,15 @@ class EngineParams:
     capacity_relax: float = 0.05
     #: latency / target at or under which a sample counts as comfortable
     relax_latency_ratio: float = 0.6
-    #: until an over-SLO sample has found the knee, a comfortable sample of pods
-    #: loaded to `probe_load_ratio` of the estimate raises it by this share: pods
+    #: until an over-SLO sample has found the knee, a sample of pods loaded to
+    #: `probe_load_ratio` of the estimate raises it by this share: pods
     #: sized at `target_utilization` never carry more than the estimate, so an
     #: estimate that starts low (a fallback never set from a load test) would
     #: otherwise stay low for good (0 switches probing off)
     capacity_probe: float = 0.05
     probe_load_ratio: float = 0.75
+    #: ... and whose latency is at most this share of the target
+    probe_latency_ratio: float = 0.8
     #: an over-SLO sample never bounds capacity below this share of its per-pod rate
     min_overload_factor: float = 0.5
     #: nor below the proven ceiling / max_slowdown: a pod slower than that is a fault for the playbook
@@ -178,6 +180,7 @@ class EngineParams:
             ("relax_latency_ratio", 0 < self.relax_latency_ratio <= 1),
             ("capacity_probe", 0 <= self.capacity_probe <= 1),
             ("probe_load_ratio", 0 < self.probe_load_ratio <= 1),
+            ("probe_latency_ratio", 0 < self.probe_latency_ratio <= 1),
             ("min_overload_factor", 0 < self.min_overload_factor <= 1),
             ("max_slowdown", self.max_slowdown >= 1),
             ("incident_max_slowdown", self.incident_max_slowdown >= 1),
