@@ -18,7 +18,6 @@ import copy
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import yaml
 

@@ -79,7 +79,8 @@ def _explain(result: ReplayResult, verdicts: dict[str, bool]) -> list[str]:
                      f"{1.0:g}), the HPA {h:.2f} pods: A alone is {a / h:.2f}x the HPA; B (minReplicas 1, warm reserve "
                      f"{20}% of the forecast at int8) adds {b / h:.2f}x")
         floor = result.reserve_floor_gpu_hours
-        reach = "unreachable for any policy with the reserve" if floor > hpa.gpu_hours else "reachable only near this floor"
+        reach = ("unreachable for a policy that keeps the reserve and serves at 100/0 on A at fp16 outside incidents"
+                 if floor > hpa.gpu_hours else "reachable only near this floor")
         lines.append(f"  floor (sim/forescale_sim/bounds.py): A at exactly ceil(rate / calibrated fp16 capacity) per 10 s window, "
                      f"no start-up, no margin, no incident, plus B's one reserve pod = {floor:.3f} GPU-h = "
                      f"{floor / hpa.gpu_hours:.2f}x the HPA: the GPU goal is {reach}")

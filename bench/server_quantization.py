@@ -16,12 +16,10 @@ the figures to read.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import copy
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import time

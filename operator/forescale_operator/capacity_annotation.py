@@ -25,6 +25,8 @@ from typing import Mapping
 from forescale_operator.engine import EngineParams
 
 ANNOTATION = "forescale.io/capacity-rps"
+#: a value outside this range is a typo (1e-320 would ask for unbounded pods)
+MIN_RPS, MAX_RPS = 0.001, 1_000_000.0
 
 
 def engine_params(name: str, annotations: Mapping[str, str] | None) -> tuple[EngineParams, str | None]:
@@ -36,9 +38,9 @@ def engine_params(name: str, annotations: Mapping[str, str] | None) -> tuple[Eng
         value = float(str(raw).strip())
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value) or not MIN_RPS <= value <= MAX_RPS:
         return EngineParams(name=name), (
-            f"annotation {ANNOTATION}: must be a positive number of requests per second per pod, got {raw!r}; "
-            "ignored, the engine starts from its default and probes"
+            f"annotation {ANNOTATION}: must be a positive number of requests per second per pod "
+            f"({MIN_RPS:g} to {MAX_RPS:g}), got {raw!r}; ignored, the engine starts from its default and probes"
         )
     return EngineParams(name=name, fallback_capacity_rps=value, capacity_probe=0.0), None

@@ -1,4 +1,6 @@
-"""What no policy that keeps DESIGN.md §2's warm reserve can spend less than.
+"""What no policy that keeps DESIGN.md §2's warm reserve, and serves its traffic
+on pool A at A's precision outside incidents (the 100/0 steady state), can spend
+less than.
 
 The reserve rule keeps pool B able to take `emergencyWeightPercent` of the
 current traffic at once, so B holds at least one pod whenever requests
@@ -6,8 +8,11 @@ arrive. Pool A, however well forecast, needs `ceil(rate / capacity)` ready
 pods in each window at the calibrated per-pod capacity at the SLO (its
 minReplicas at least). Summing both with no start-up, no margin and no
 incident gives a floor on GPU-hours: a policy with the reserve cannot beat
-it, only approach it. Comparing it with the HPA's GPU-hours says whether
-"no more GPU-hours than the HPA" is reachable at all on a trace.
+it, only approach it. (A policy that served part of the steady traffic from B
+at int8, or ran A at int8, could: that trades answer quality for GPU-hours,
+which Forescale does only during an incident.) Comparing it with the HPA's
+GPU-hours says whether "no more GPU-hours than the HPA" is reachable at all
+on a trace for such a policy.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ def reserve_floor_gpu_hours(arrivals_per_second: np.ndarray, capacity_rps: float
     """
     if capacity_rps <= 0 or not math.isfinite(capacity_rps):
         raise ValueError(f"capacity_rps: must be a positive number, got {capacity_rps!r}")
+    if window_seconds < 1:
+        raise ValueError(f"window_seconds: must be >= 1, got {window_seconds!r}")
     counts = np.asarray(arrivals_per_second, dtype=float)
     if counts.size == 0:
         return 0.0

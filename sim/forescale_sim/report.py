@@ -61,6 +61,7 @@ def print_report(result: ReplayResult, console: Console | None = None) -> None:
                   f"peers' target_per_pod = {cal['peer_utilization']:.0%} x capacity = {cal['target_per_pod']}")
     console.print(f"forecaster: {result.forecaster}")
     console.print(f"reserve floor: {result.reserve_floor_gpu_hours:.3f} GPU-h (A at exactly ceil(rate / fp16 capacity) "
-                  "per 10 s window, no start-up, no margin, plus one B pod: no policy keeping the warm reserve spends less)")
+                  "per 10 s window, no start-up, no margin, plus one B pod: no policy that keeps the warm reserve and serves "
+                  "at 100/0 on A outside incidents spends less)")
     for note in result.trace.notes:
         console.print(f"note: {note}")

@@ -24,7 +24,7 @@ def test_good_values(annotations, fallback, probe):
     assert params.name == "chat" and params.fallback_capacity_rps == fallback and params.capacity_probe == probe
 
 
-@pytest.mark.parametrize("value", ["", "fast", "0", "-3", "nan", "inf", "22 rps"])
+@pytest.mark.parametrize("value", ["", "fast", "0", "-3", "nan", "inf", "22 rps", "1e-320", "1e308"])
 def test_bad_values_are_named_and_ignored(value):
     params, problem = engine_params("chat", {ANNOTATION: value})
     assert problem is not None and problem.startswith(f"annotation {ANNOTATION}: must be a positive number")

@@ -35,3 +35,8 @@ def test_b_cost_weight_prices_the_reserve():
 def test_bad_capacity_is_named(capacity):
     with pytest.raises(ValueError, match="capacity_rps: must be a positive number"):
         reserve_floor_gpu_hours(np.ones(10), capacity)
+
+
+def test_bad_window_is_named():
+    with pytest.raises(ValueError, match="window_seconds: must be >= 1"):
+        reserve_floor_gpu_hours(np.ones(10), 2.0, window_seconds=0)

@@ -84,11 +84,16 @@ def learn(
             rps = max(per_pod, min(current, per_pod * target_ms / obs.latency_ms), min(current, _floor(out, pool, precision, ceiling, True, params)))
         comfortable = obs.latency_ms <= params.relax_latency_ratio * target_ms
         room = obs.latency_ms <= params.probe_latency_ratio * target_ms
-        if room and not incident and not old.overloaded and per_pod >= params.probe_load_ratio * current:
-            # Additive increase until the first overload: see EngineParams.capacity_probe.
-            rps = max(rps, current * (1.0 + params.capacity_probe))
-        if comfortable and not incident:
-            # Only upwards, and only as far as a rate the pods have actually sustained.
+        planned = params.probe_load_ratio * params.target_utilization * current
+        if room and not incident and not old.overloaded and per_pod >= planned:
+            # Additive increase until the first overload (EngineParams.capacity_probe),
+            # never past what the latency curve allows at this load.
+            rps = max(rps, min(current * (1.0 + params.capacity_probe), per_pod * target_ms / obs.latency_ms))
+        # Handing traffic back, any room under the target lets the estimate relax:
+        # waiting for a comfortable pool could hold the cut-back for good.
+        if not incident and (comfortable or (relax_to_fallback and room)):
+            # Only upwards, as far as a rate the pods have actually sustained (or,
+            # handing traffic back, the documented fallback).
             anchor = proven_ceiling(out, pool, precision, params, own=ceiling)
             if relax_to_fallback:
                 anchor = max(anchor, fallback_for(precision, params))
@@ -177,3 +182,31 @@ def degraded_capacity(
         return own
     shown = capacity_for(capacity, pool, runtime, params) * params.speed(precision) / params.speed(runtime)
     return min(own, shown)
+
+
+def after_incident(
+    capacity: Mapping[str, CapacityEstimate],
+    pool: str,
+    template: str,
+    runtime: str | None,
+    params: EngineParams,
+) -> dict[str, CapacityEstimate]:
+    """The estimates once an incident's cut-back has completed.
+
+    The pool is back at its template precision: its estimate there starts from
+    what the incident showed (`degraded_capacity`), so a slowdown that is still
+    there is not forgotten with the restore, and relaxes back up as the pool
+    stays comfortable. The runtime precision's estimate described this incident
+    only and is dropped: the next incident learns its own.
+    """
+    out = dict(capacity)
+    if runtime is None or runtime == template:
+        return out
+    degraded = degraded_capacity(out, pool, template, runtime, params)
+    own = out.get(key(pool, template), CapacityEstimate())
+    if own.rps is None or degraded < own.rps or own.samples < params.min_capacity_samples:
+        out[key(pool, template)] = CapacityEstimate(
+            rps=degraded, ceiling=own.ceiling, samples=max(own.samples, params.min_capacity_samples), overloaded=True,
+        )
+    out.pop(key(pool, runtime), None)
+    return out

@@ -127,8 +127,10 @@ def decide(
             trigger, emergency_started_at = None, None
             # A's recommendations during the incident sized a degraded pool: once
             # it carries all traffic at its template precision again they no
-            # longer hold it up (B's reserve recommendations still do).
+            # longer hold it up (B's reserve recommendations still do). What the
+            # incident showed carries over to the template precision instead.
             finished_incident = True
+            learned = cap.after_incident(learned, "a", spec.a.precision, state.runtime_precision_a, params)
 
     new_pods = playbook.apply_to_new_pods(obs, runtime_a, state.last_ready_a, params) if runtime_a == state.runtime_precision_a else None
     if new_pods:

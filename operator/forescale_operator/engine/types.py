@@ -127,7 +127,7 @@ class EngineParams:
     #: how far one over-SLO sample pulls the estimate towards its bound (0..1)
     capacity_smoothing: float = 0.3
     #: how far one comfortable sample relaxes the estimate back towards its ceiling (0..1)
-    capacity_relax: float = 0.05
+    capacity_relax: float = 0.1
     #: latency / target at or under which a sample counts as comfortable
     relax_latency_ratio: float = 0.6
     #: until an over-SLO sample has found the knee, a sample of pods loaded to
@@ -147,11 +147,11 @@ class EngineParams:
     #: sizes A for the slowdown at hand (the incident bounds how long it lasts)
     incident_max_slowdown: float = 6.0
     #: during an incident, a sample whose latency is over this share of the target
-    #: (and under it) sits at the knee: it sets the estimate to rate x target / latency
+    #: (and under it) sits at the knee: it lowers the estimate to rate x target / latency
     incident_knee_ratio: float = 0.8
-    #: share of the learned capacity a pod is sized to carry. 1.0 because the
-    #: capacity is already the rate at which the SLO quantile reaches the target,
-    #: and sizing on the forecast's upper band is the margin.
+    #: share of the learned capacity a pod is sized to carry: the capacity is the
+    #: rate at which the SLO quantile reaches the target, but it is learned from
+    #: short samples and a burst inside one tick cannot be forecast (docs/engine.md)
     target_utilization: float = 0.85
     #: start-up (scheduled -> ready) assumed before one is measured, seconds (DESIGN §6)
     default_startup_seconds: float = 90.0

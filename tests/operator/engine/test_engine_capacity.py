@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from forescale_operator.engine import CapacityEstimate, EngineParams, PoolObservation
-from forescale_operator.engine.capacity import capacity_for, degraded_capacity, learn
+from forescale_operator.engine.capacity import after_incident, capacity_for, degraded_capacity, learn
 
 # Probing is off here except in its own tests: the other rules are easier to read without it.
 PARAMS = EngineParams(fallback_capacity_rps=50.0, min_capacity_samples=3, capacity_probe=0.0)
@@ -170,8 +170,11 @@ def test_incident_params_are_range_checked(field, value):
     [
         # 4 pods at 160 rps: 40 per pod = 0.8 x the 50 fallback, at a comfortable 100 ms: +5%
         pytest.param([(160.0, 100.0)], 50.0 * 1.05, id="loaded-and-comfortable-probes"),
-        # and again at the next tick; the third finds 40 per pod under 0.75 x 55.1: the pods no longer say more
-        pytest.param([(160.0, 100.0)] * 3, 50.0 * 1.05**2, id="probes-while-the-pods-carry-the-estimate"),
+        # and again at every tick while the pods carry 0.75 x the planned 85% of the estimate
+        pytest.param([(160.0, 100.0)] * 3, 50.0 * 1.05**3, id="probes-while-the-pods-carry-the-plan"),
+        pytest.param([(160.0, 100.0)] * 6, 50.0 * 1.05**5, id="stops-when-the-pods-carry-less-than-the-plan"),
+        # never past the latency curve: 40 per pod at 150 ms allows 40 x 200/150 = 53.3
+        pytest.param([(160.0, 150.0)] * 3, 40.0 * 200 / 150, id="capped-by-the-latency-curve"),
         # 20 per pod is not load enough to say anything about 50
         pytest.param([(80.0, 100.0)], 50.0, id="light-load-does-not-probe"),
         # 150 ms (0.75 x 200) still leaves room; 170 ms (> 0.8 x 200) does not
@@ -199,3 +202,24 @@ def test_probing_can_be_switched_off():
 def test_probe_params_are_range_checked(field, value):
     with pytest.raises(ValueError, match=f"EngineParams.{field}: out of range"):
         EngineParams(**{field: value})
+
+
+# --- after the incident's cut-back ---------------------------------------------------
+
+def test_after_an_incident_the_template_starts_from_what_the_incident_showed():
+    proven = _learn_all([(280.0, 150.0)] * 3)  # 70 rps per pod at fp16
+    # int8: the bound 16.7 is under the floor 70 / 0.6 / 6 = 19.4 (the proven ceiling carried to int8)
+    during = _learn_incident([(100.0, 300.0)], capacity=proven)
+    after = after_incident(during, "a", "fp16", "int8", PARAMS)
+    assert after["a/fp16"].rps == pytest.approx(70.0 / 0.6 / 6 * 0.6)
+    assert after["a/fp16"].ceiling == proven["a/fp16"].ceiling  # what was proven stays, to relax back to
+    assert "a/int8" not in after  # the next incident learns its own
+    # comfortable ticks at fp16 relax it back up towards the 70 proven
+    relaxed = _learn_all([(40.0, 60.0)] * 20, capacity=after)
+    assert 10.0 < relaxed["a/fp16"].rps < 70.0
+
+
+@pytest.mark.parametrize("runtime", [None, "fp16"])
+def test_after_an_incident_without_a_downgrade_nothing_changes(runtime):
+    proven = _learn_all([(280.0, 150.0)] * 3)
+    assert after_incident(proven, "a", "fp16", runtime, PARAMS) == proven

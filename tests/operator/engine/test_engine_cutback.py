@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -218,3 +219,39 @@ def test_scaling_a_during_an_incident_says_for_which_share_and_precision(tick):
     up = next(e for e in d.events if e.reason is Reason.SCALED_UP and "chat-a" in e.message)
     assert "a's 70% share" in up.message and "rps per pod at int8" in up.message
     assert d.desired_replicas["a"] > 8
+
+
+@pytest.mark.parametrize("latency", [130.0, 150.0])
+def test_a_cut_back_with_room_under_the_target_is_not_held_for_good(tick, latency):
+    # Not comfortable (> 0.6 x 200 ms) but with room under the target: cutting back,
+    # the incident's estimate still relaxes, so a bounded pool gets its traffic back.
+    spec = build_spec(pools={"a": {"maxReplicas": 10}})
+    s = Scenario(tick, spec=spec)
+    s.at(0.0, latency=450.0)
+    d = s.at(15.0, latency=300.0, a_extra=INT8)
+    t = 30.0
+    while t < 3600 and Reason.CUTBACK_COMPLETED not in [e.reason for e in d.events]:
+        d = s.at(t, latency=latency, a_extra=INT8 if d.runtime_precision["a"] == "int8" else None)
+        t += 15.0
+    assert Reason.CUTBACK_COMPLETED in [e.reason for e in d.events], s.decisions[-1].reasons
+
+
+def test_completion_keeps_a_sized_for_the_slowdown_it_measured(tick):
+    # A at int8 carried its share at 300 ms: 26 rps per pod x 200/300, 10.5 at fp16.
+    # With 30 A pods ready the cut-back completes (the estimate relaxes while A has
+    # room); A must not drop to the 8 pods its healthy fp16 fallback (50 rps per pod)
+    # would need, but to what the estimate carried over from the incident says.
+    s = Scenario(tick)
+    s.at(0.0, latency=450.0)
+    s.at(15.0, latency=300.0, a_extra=INT8)
+    t, d = 30.0, None
+    while t < 3600:
+        d = s.at(t, latency=150.0, a=(30, 30), a_extra=INT8 if s.state.runtime_precision_a else None)
+        if Reason.CUTBACK_COMPLETED in [e.reason for e in d.events]:
+            break
+        t += 15.0
+    assert d.state.incident is None and d.weights == {"a": 100, "b": 0}
+    fp16 = d.state.capacity["a/fp16"].rps
+    assert fp16 < 50.0 * 0.9
+    assert d.desired_replicas["a"] == math.ceil(300.0 / (fp16 * 0.85)) > 8
+    assert "a/int8" not in d.state.capacity

@@ -8,7 +8,7 @@ from forescale_operator.engine import EngineParams, EngineState
 from forescale_operator.phase import Phase
 from forescale_operator.reasons import Reason
 
-from conftest import PARAMS, build_forecast, build_obs, build_spec
+from conftest import build_forecast, build_obs, build_spec
 
 # A's fallback capacity is 50 rps per pod at fp16, sized to 85%: 42.5 rps per pod.
 # B's is 50 / 0.6 = 83.3 rps per pod at int8.
