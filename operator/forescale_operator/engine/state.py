@@ -194,10 +194,7 @@ class _Reader:
         return value or None
 
     def bool(self, key: str, default: bool) -> bool:
-        value = self.raw.get(key, default)
-        if not isinstance(value, bool):
-            raise StateError(key, f"must be true or false, got {value!r}")
-        return value
+        return self.flag(key, self.raw.get(key, default))
 
     @staticmethod
     def phase(key: str, value: Any) -> Phase:
