@@ -1,18 +1,17 @@
 """The per-resource capacity an SRE measured: the `forescale.io/capacity-rps` annotation.
 
-The engine sizes pool A from a per-pod capacity at the SLO that it learns;
-before it has learned, it uses a fallback. The annotation sets that fallback
-for one InferenceDeployment from a load test (`forescale stress` prints the
-knee), as requests per second one fp16 pod serves at the SLO:
+The engine sizes each pool from a latency model it learns online; its prior
+is a per-pod capacity at the SLO. The annotation sets that prior for one
+InferenceDeployment from a load test (`forescale stress` prints the knee), as
+requests per second one fp16 pod serves at the SLO:
 
     metadata:
       annotations:
         forescale.io/capacity-rps: "22"
 
-A configured capacity is trusted: the engine no longer probes above it while
-pods stay comfortable (EngineParams.capacity_probe), it only learns down from
-overloads and back up to rates the pods sustained. Without the annotation the
-engine starts from `EngineParams.fallback_capacity_rps` and probes upwards.
+The model's curve goes through that point until the pods show otherwise:
+after enough samples the pods win, and a CapacityLearned event says so once.
+Without the annotation the prior is `EngineParams.fallback_capacity_rps`.
 An annotation, rather than a spec field, like KEDA's and Flagger's per-object
 knobs: it tunes the engine, not the workload.
 """
@@ -43,4 +42,4 @@ def engine_params(name: str, annotations: Mapping[str, str] | None) -> tuple[Eng
             f"annotation {ANNOTATION}: must be a positive number of requests per second per pod "
             f"({MIN_RPS:g} to {MAX_RPS:g}), got {raw!r}; ignored, the engine starts from its default and probes"
         )
-    return EngineParams(name=name, fallback_capacity_rps=value, capacity_probe=0.0), None
+    return EngineParams(name=name, fallback_capacity_rps=value), None

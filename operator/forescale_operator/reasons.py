@@ -43,6 +43,10 @@ class Reason(str, Enum):
     CUTBACK_COMPLETED = "CutbackCompleted"
     #: pool A's servers are back at their template precision
     PRECISION_RESTORED = "PrecisionRestored"
+    #: A's ready pods cannot carry the load yet and B's idle reserve takes the excess (not an incident)
+    OVERLOAD = "Overload"
+    #: a pool's fitted latency model contradicts its prior (annotation or load test): the pods win
+    CAPACITY_LEARNED = "CapacityLearned"
     #: Prometheus is unreachable or returned nothing; replicas are held
     METRICS_UNAVAILABLE = "MetricsUnavailable"
     #: the spec cannot be acted on
@@ -51,7 +55,7 @@ class Reason(str, Enum):
 
 #: reasons posted as Warning events; all others are Normal
 WARNING_REASONS = frozenset(
-    {Reason.EMERGENCY_STARTED, Reason.CUTBACK_ABORTED, Reason.METRICS_UNAVAILABLE, Reason.INVALID_SPEC, Reason.FORECAST_SPIKE}
+    {Reason.EMERGENCY_STARTED, Reason.OVERLOAD, Reason.CUTBACK_ABORTED, Reason.METRICS_UNAVAILABLE, Reason.INVALID_SPEC, Reason.FORECAST_SPIKE}
 )
 
 

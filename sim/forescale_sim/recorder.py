@@ -118,6 +118,18 @@ class Recorder:
         n = self.arrivals[rows, lo:hi].sum()
         return float(self.rejected[rows, lo:hi].sum() / n) if n > 0 else None
 
+    def over_slo_fraction(self, pool: str | None, now: float, seconds: float) -> float | None:
+        """Share of requests completed in the last `seconds` that were over the SLO, rejected or
+        failed included (what a Prometheus histogram's bucket at the SLO gives); None without any."""
+        if self.req_arrival.size:
+            mask = self._done_mask(pool, now, seconds)
+            n = int(np.count_nonzero(mask))
+            return float(np.count_nonzero(self.req_latency[mask] > self.slo_s)) / n if n else None
+        lo, hi = max(0, int(now - seconds)), int(now)
+        rows = [POOL_INDEX[pool]] if pool is not None else [0, 1]
+        n = self.arrivals[rows, lo:hi].sum()
+        return float(self.over[rows, lo:hi].sum() / n) if n > 0 else None
+
     def queue_depth(self, pool: str, now: float) -> float:
         """Requests arrived and still waiting for their first token (or the fluid backlog)."""
         p = POOL_INDEX[pool]

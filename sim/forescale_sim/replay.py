@@ -61,6 +61,8 @@ class PolicyRun:
     windows_over: np.ndarray
     extras: dict = field(default_factory=dict)
     seconds: float = 0.0
+    #: the most desired replicas of each pool at any tick
+    peak_replicas: dict = field(default_factory=lambda: {"a": 0, "b": 0})
 
     def to_dict(self) -> dict:
         """The DESIGN.md §6 keys, plus a few extra ones."""
@@ -73,6 +75,8 @@ class PolicyRun:
             "gpu_hours": round(self.gpu_hours, 4),
             "scaling_actions": self.scaling_actions,
             "weight_changes": self.weight_changes,
+            "peak_replicas": dict(self.peak_replicas),
+            "peak_replicas": dict(self.peak_replicas),
             "target_per_pod": round(self.target_per_pod, 4),
             "requests_over_slo": self.slo.requests_over_slo,
             "censored_episodes": self.slo.censored_episodes,
@@ -103,6 +107,8 @@ class _Actuator:
         self.weights = {"a": 100, "b": 0}
         self.scaling_actions = 0
         self.weight_changes = 0
+        #: the most replicas asked of each pool at any tick (DESIGN.md §6 "Frontier")
+        self.peak = {"a": 0, "b": 0}
 
     def warm_start(self, cmd: Command) -> None:
         """Pods that exist, ready, when the replay starts (every policy starts warm)."""
@@ -111,6 +117,7 @@ class _Actuator:
             for _ in range(int(n)):
                 pool.pods.append(Pod(0.0, 0.0, pool.make_server() if pool.make_server else None))
             self.desired[name] = int(n)
+            self.peak[name] = max(self.peak[name], int(n))
         if cmd.weights:
             self.weights = dict(cmd.weights)
 
@@ -120,6 +127,7 @@ class _Actuator:
             if n != self.desired[name]:
                 self.scaling_actions += 1
                 self.desired[name] = n
+            self.peak[name] = max(self.peak[name], n)
             self.pools[name].scale_to(n, now)
         if cmd.weights is not None and dict(cmd.weights) != self.weights:
             self.weight_changes += 1
@@ -224,6 +232,7 @@ def run_policy(trace: RequestTrace | RateTrace, policy: Policy, cfg: ClusterConf
         gpu_hours=gpu_hours,
         scaling_actions=act.scaling_actions,
         weight_changes=act.weight_changes,
+        peak_replicas=dict(act.peak),
         target_per_pod=policy.target_per_pod,
         recorder=rec,
         window_latency_ms=lat_q,

@@ -29,6 +29,9 @@ class ClusterView:
     def error_rate(self, pool: str | None, seconds: float) -> float | None:
         return self.recorder.error_rate(pool, self.now, seconds)
 
+    def over_slo_fraction(self, pool: str | None, seconds: float) -> float | None:
+        return self.recorder.over_slo_fraction(pool, self.now, seconds)
+
     def queue_depth(self, pool: str) -> float:
         return self.recorder.queue_depth(pool, self.now)
 

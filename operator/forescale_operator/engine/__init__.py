@@ -5,7 +5,8 @@ the demo run exactly the code the operator runs. See docs/engine.md.
 """
 
 from .engine import decide
-from .state import CapacityEstimate, EngineState, StateError
+from .latency_model import PoolModel
+from .state import EngineState, IncidentState, Learned, StateError
 from .types import (
     Action,
     ActionKind,
@@ -20,11 +21,13 @@ from .types import (
 __all__ = [
     "Action",
     "ActionKind",
-    "CapacityEstimate",
     "Condition",
     "Decision",
     "EngineParams",
     "EngineState",
+    "IncidentState",
+    "Learned",
+    "PoolModel",
     "Event",
     "Observations",
     "PoolObservation",

@@ -1,25 +1,40 @@
 """`decide`: one tick of the decision engine. Pure: plain data in, a Decision out.
 
-The order of a tick: remember start-up times; learn capacity (rule 1); check
-the triggers (rule 3); start or advance the incident (rules 3 and 4); size
-both pools for the resulting weights (rule 2); derive the phase, events,
-conditions and summary; wrap it all as a preview when the spec says so (rule 5).
+The order of a tick:
+1. learn: fold the tick into each pool's latency model (rule 1);
+2. diagnose: incident or overload (rule 3);
+3. incident: start the playbook, or advance recovery and the cut-back (rules 3, 4);
+4. overload: outside an incident, move A's excess to B's reserve while A's pods start (rule 2);
+5. size both pools for the weights just decided (rule 2);
+6. report: phase, events, conditions, summary; wrapped as a preview when the spec says so (rule 5).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from forescale_operator.phase import Phase
 from forescale_operator.reasons import Reason
 from forescale_operator.spec import InferenceSpec
 from forescale_predictor.forecast_types import Forecast
 
-from . import capacity as cap
-from . import cutback, playbook, preview, sizing, triggers
+from . import cutback, learning, playbook, preview, sizing, triggers
+from .latency_model import PoolModel
 from .report import conditions, phase_for, scale_events, summary
-from .state import EngineState
+from .state import EngineState, IncidentState, Learned
 from .types import Action, Decision, EngineParams, Event, Observations
+
+
+@dataclass
+class Tick:
+    """What one tick has decided so far (filled step by step)."""
+
+    incident: IncidentState
+    weight_b: int
+    actions: list[Action] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    finished_incident: bool = False
 
 
 def decide(
@@ -35,217 +50,261 @@ def decide(
     Deterministic: the same inputs give the same Decision. `now` is the tick's
     time in epoch seconds (never read from a clock here).
     """
-    target = spec.slo.target_latency_ms
-    startup = {
-        p: obs.pool(p).startup_seconds if obs.pool(p).startup_seconds is not None else state.startup.get(p)
-        for p in ("a", "b")
-    }
+    startup = {p: obs.pool(p).startup_seconds if obs.pool(p).startup_seconds is not None else state.learned.startup.get(p)
+               for p in ("a", "b")}
     if not obs.metrics_available:
-        return preview.wrap(spec, _hold(spec, replace(state, startup=startup), obs, forecast, params), params)
+        held = replace(state, learned=replace(state.learned, startup=startup))
+        return preview.wrap(spec, _hold(spec, held, obs, forecast, params), params)
+    target = spec.slo.target_latency_ms
+    inc = state.incident
+    tick = Tick(incident=inc, weight_b=state.weights["b"])
 
-    # Rule 1: learn from what each pool ran at while measured.
-    runtime_a = state.runtime_precision_a
-    prec_a = runtime_a or spec.a.precision
-    # During an incident A's estimate follows A as it is (Emergency, Recovering);
-    # while traffic goes back to it (CuttingBack) comfortable ticks relax it again,
-    # towards the fallback too, or a pool whose slowdown has ended could wait for
-    # ever at a maxReplicas under the incident's estimate. A tick at which A's ready
-    # pods changed mixes two fleet sizes in one rate window: it teaches nothing then.
-    learned = dict(state.capacity)
-    if state.incident is None or obs.a.ready_replicas == state.last_ready_a:
-        learned = cap.learn(learned, "a", obs.a.precision or prec_a, obs.a, target, params,
-                            incident=state.incident in (Phase.EMERGENCY, Phase.RECOVERING),
-                            relax_to_fallback=state.incident is Phase.CUTTING_BACK)
-    learned = cap.learn(learned, "b", obs.b.precision or spec.b.precision, obs.b, target, params)
-    cap_b = cap.capacity_for(learned, "b", spec.b.precision, params)
+    # 1. Learn: each pool's latency model (A learns only its health during an incident).
+    precision = {"a": inc.runtime_precision_a or spec.a.precision, "b": spec.b.precision}
+    models = learning.learn(spec, state.learned.models, obs, state.learned.last_ready, precision,
+                            inc.stage is not None, any(x > 1.0 for x in state.learned.loads), params)
+    contradiction_events, contradicted = learning.contradictions(models, state.learned.contradicted, target, params)
+    tick.events += contradiction_events
 
-    # Rule 3: triggers.
-    check = triggers.check(spec, obs, forecast, state.queue, now, params, state.breaches)
-    label = triggers.quantile_label(spec.slo.quantile)
-    actions: list[Action] = []
-    events: list[Event] = []
-    reasons: list[str] = []
+    # 2. Diagnose: is A doing worse than its model predicts at the load it carries?
+    health = _health(obs, models["a"], precision["a"], target, state.learned.loads, params)
+    check = triggers.check(spec, obs, forecast, health, state.learned.queue, state.learned.deviations,
+                           state.learned.burn, now, params)
     spike = check.has(triggers.FORECAST)
-    if spike and not state.forecast_spike:
-        events.append(Event(Reason.FORECAST_SPIKE, "Act on the " + next(t.message for t in check.fired if t.kind == triggers.FORECAST)))
+    if spike and not state.learned.forecast_spike:
+        tick.events.append(Event(Reason.FORECAST_SPIKE, "Size for the " + next(
+            t.message for t in check.fired if t.kind == triggers.FORECAST)))
 
+    # 3. Incident: start the playbook, or move recovery and the cut-back on.
+    cap_b = models["b"].capacity(target, params.speed(spec.b.precision), health=1.0)
     limit = playbook.shift_limit(spec, obs, cap_b, params)
-    weight_b = state.weights["b"]
-    incident, trigger = state.incident, state.trigger
-    emergency_started_at, emergency_weight_b = state.emergency_started_at, state.emergency_weight_b
-    under_since, step, next_at = state.under_slo_since, state.cutback_step, state.cutback_next_at
-    int8_rejected = state.int8_rejected
-    finished_incident = False
+    if inc.stage is None and check.starting:
+        _start_incident(spec, tick, check, obs, models["a"], limit, now, params)
+    elif inc.stage is not None:
+        _advance_incident(spec, tick, check, obs, models["a"], limit, now, params)
 
-    # A forecast spike starts the playbook when it appears, not for as long as it
-    # lasts: a forecaster that keeps predicting a finished incident must not
-    # restart the playbook every time a cut-back completes.
-    starting = [t for t in check.fired if t.kind != triggers.FORECAST or not state.forecast_spike]
-    if incident is None and starting:
-        trigger = "; ".join(t.message for t in starting)
-        started = playbook.start(
-            spec, obs, trigger, limit,
-            (cap.capacity_for(learned, "a", spec.a.precision, params),
-             cap.capacity_for(learned, "a", playbook.DOWNGRADE_PRECISION, params)),
-            int8_rejected, now, params,
-        )
-        actions += started.actions
-        events += started.events
-        weight_b = emergency_weight_b = started.weight_b
-        runtime_a = started.runtime_precision_a
-        incident, emergency_started_at, under_since, step, next_at = Phase.EMERGENCY, now, None, 0, None
-    elif incident is not None:
-        rejected = playbook.precision_rejected(spec, obs, runtime_a, params)
-        if rejected:
-            actions.append(rejected[0])
-            events.append(rejected[1])
-            runtime_a, int8_rejected = None, True
-        if incident is Phase.EMERGENCY:
-            weight_b, action, event = playbook.readjust_shift(weight_b, limit, params)
-            if action:
-                actions.append(action)
-                events.append(event)
-                emergency_weight_b = weight_b
-        health = cutback.Health(triggers.overall_latency(obs), check.beyond_latency, label)
-        progress = cutback.advance(
-            spec,
-            cutback.Progress(incident, weight_b, under_since, step, next_at, runtime_a, emergency_weight_b),
-            health,
-            playbook.total_rate(obs) or 0.0,
-            obs.a.ready_replicas,
-            cap.capacity_for(learned, "a", runtime_a or spec.a.precision, params),
-            cap.degraded_capacity(learned, "a", spec.a.precision, runtime_a or spec.a.precision, params),
-            limit, now, params,
-        )
-        actions += progress.actions
-        events += progress.events
-        reasons += progress.reasons
-        incident, weight_b, under_since = progress.incident, progress.weight_b, progress.under_slo_since
-        step, next_at, runtime_a = progress.step, progress.next_at, progress.runtime_precision_a
-        emergency_weight_b = progress.emergency_weight_b
-        if incident is None:
-            trigger, emergency_started_at = None, None
-            # A's recommendations during the incident sized a degraded pool: once
-            # it carries all traffic at its template precision again they no
-            # longer hold it up (B's reserve recommendations still do). What the
-            # incident showed carries over to the template precision instead.
-            finished_incident = True
-            learned = cap.after_incident(learned, "a", spec.a.precision, state.runtime_precision_a, params)
+    # 4. Overload: outside an incident, B's reserve takes what A's ready pods cannot, until they can.
+    if tick.incident.stage is None and not tick.finished_incident:
+        cap_a = models["a"].capacity(target, params.speed(precision["a"]), health=1.0)
+        weight_b, actions, events = playbook.overload_shift(
+            spec, obs, tick.weight_b, obs.a.ready_replicas * cap_a, cap_b, params)
+        tick.weight_b = weight_b
+        tick.actions += actions
+        tick.events += events
+        tick.incident = replace(tick.incident, overload=weight_b > 0)
 
-    new_pods = playbook.apply_to_new_pods(obs, runtime_a, state.last_ready_a, params) if runtime_a == state.runtime_precision_a else None
+    new_pods = (playbook.apply_to_new_pods(obs, tick.incident.runtime_precision_a, state.learned.last_ready.get("a", 0), params)
+                if tick.incident.runtime_precision_a == inc.runtime_precision_a else None)
     if new_pods:
-        actions.append(new_pods)
+        tick.actions.append(new_pods)
 
-    # Rule 2: sizing for the weights just decided.
-    weights = {"a": 100 - weight_b, "b": weight_b}
+    # 5. Size both pools for the weights just decided.
+    runtime_a = tick.incident.runtime_precision_a
     prec_a = runtime_a or spec.a.precision
-    cap_a = cap.capacity_for(learned, "a", prec_a, params)
-    # While traffic returns to A, size A for its share after the next step.
-    if incident in (Phase.RECOVERING, Phase.CUTTING_BACK):
+    in_incident = tick.incident.stage is not None
+    h = models["a"].health if in_incident else 1.0
+    cap_a = models["a"].capacity(target, params.speed(prec_a), health=h)
+    weights = {"a": 100 - tick.weight_b, "b": tick.weight_b}
+    share_a = weights["a"]
+    size_cap_a = cap_a
+    if tick.incident.stage in (Phase.RECOVERING, Phase.CUTTING_BACK):
+        # A's pods must be ready before the next step needs them; the last step restores the template precision.
         share_a = min(100, weights["a"] + spec.traffic.cutback.step_percent)
-        # The precision comes back with the last step only: until then A serves at its runtime precision.
-        size_cap_a = cap_a if share_a < 100 else min(cap_a, cap.degraded_capacity(learned, "a", spec.a.precision, prec_a, params))
-    else:
-        share_a, size_cap_a = weights["a"], cap_a
+        if share_a >= 100:
+            size_cap_a = min(cap_a, models["a"].capacity(target, params.speed(spec.a.precision), health=h))
+    elif tick.incident.overload:
+        share_a = 100  # the overload shift is A's until its pods are ready
     startup_a = startup["a"] if startup["a"] is not None else params.default_startup_seconds
     dem = sizing.demand(forecast, playbook.total_rate(obs), now, startup_a)
-    window = sizing.stabilization_window(params, spec.forecast.step_seconds)
-    history = dict(state.history)
-    if finished_incident:
-        # An entry at 0 replaces the window (an empty one would be seeded with the current replicas).
-        history["a"] = ((now, 0),)
-    desired: dict[str, int] = {}
-    saturated = False
-    if dem is None:
-        reasons.append("no rate and no forecast: replicas held")
-        desired = {p: sizing.clamp(obs.pool(p).replicas, spec.pool(p).min_replicas, spec.pool(p).max_replicas) for p in ("a", "b")}
-    else:
-        raw_a = sizing.pods_for(share_a / 100.0 * dem.at_ready, size_cap_a, params.target_utilization)
-        raw_b = max(
-            sizing.pods_for(weights["b"] / 100.0 * dem.at_ready, cap_b, params.target_utilization),
-            sizing.pods_for(spec.warm_reserve_percent / 100.0 * dem.peak, cap_b),
-            sizing.pods_for(spec.traffic.emergency_weight_percent / 100.0 * dem.observed, cap_b),
-        )
-        if raw_a > spec.a.max_replicas:
-            saturated = True
-            reasons.append(
-                f"SLO unreachable within maxReplicas: a needs {raw_a} pods for {share_a}% of {dem.at_ready:.0f} rps "
-                f"at {size_cap_a:.1f} rps per pod, max {spec.a.max_replicas}"
-            )
-        if raw_b > spec.b.max_replicas:
-            reasons.append(
-                f"b's bounds make the reserve impossible: b needs {raw_b} pods at {cap_b:.1f} rps per pod "
-                f"(reserve {spec.warm_reserve_percent}% of {dem.peak:.0f} rps, emergency {spec.traffic.emergency_weight_percent}% "
-                f"of {dem.observed:.0f} rps), max {spec.b.max_replicas}"
-            )
-        for p, raw in (("a", raw_a), ("b", raw_b)):
-            pool = spec.pool(p)
-            raw = sizing.clamp(raw, pool.min_replicas, pool.max_replicas)
-            current = sizing.clamp(obs.pool(p).replicas, pool.min_replicas, pool.max_replicas)
-            stable, history[p] = sizing.stabilize(history.get(p, ()), now, current, raw, window)
-            desired[p] = sizing.clamp(stable, pool.min_replicas, pool.max_replicas)
-            if stable < current or raw < current:
-                if desired[p] > raw:
-                    reasons.append(f"{p} held at {desired[p]} (raw {raw}) by the {window:.0f} s stabilization window")
-
+    desired, saturated, learned_history = _size(spec, state, obs, dem, forecast, share_a, size_cap_a, cap_b,
+                                                weights, tick, now, params)
     capacity_rps = {"a": cap_a, "b": cap_b}
     sizing_a = (size_cap_a, spec.a.precision) if size_cap_a != cap_a else None
-    events += scale_events(spec, state.last_desired, obs, desired, dem, capacity_rps, prec_a, params, share_a, sizing_a)
+    tick.events += scale_events(spec, state.learned.last_desired, obs, desired, dem, capacity_rps, prec_a, params,
+                                share_a, sizing_a)
+    for pool in ("a", "b"):
+        why = learning.prior_reason(pool, models[pool], target, params)
+        if why and (pool == "a" or models["b"].samples):
+            tick.reasons.append(why)
 
-    phase = phase_for(incident, obs, desired, saturated)
-    new_state = replace(
-        state,
-        phase=phase,
+    # 6. Report.
+    phase = phase_for(tick.incident.stage, obs, desired, saturated)
+    learned = Learned(
+        models=models,
+        history=learned_history,
         startup=startup,
-        incident=incident,
-        weights=weights,
-        runtime_precision_a=runtime_a,
-        trigger=trigger,
-        emergency_started_at=emergency_started_at,
-        emergency_weight_b=emergency_weight_b,
-        under_slo_since=under_since,
-        cutback_step=step,
-        cutback_next_at=next_at,
-        history=history,
-        capacity=learned,
-        metrics_unavailable=False,
-        queue=check.queue,
-        breaches=check.breaches,
+        last_ready={"a": obs.a.ready_replicas, "b": obs.b.ready_replicas},
         last_desired=desired,
+        queue=check.queue,
+        loads=check.loads,
+        deviations=check.deviations,
+        burn=check.burn,
         forecast_spike=spike,
-        int8_rejected=int8_rejected,
-        last_ready_a=obs.a.ready_replicas,
+        metrics_unavailable=False,
+        contradicted=contradicted,
     )
-    runtime_precision = {"a": prec_a, "b": spec.b.precision}
+    new_state = EngineState(phase=phase, weights=weights, incident=tick.incident, learned=learned)
+    label = triggers.quantile_label(spec.slo.quantile)
+    reasons = tuple(tick.reasons)
     decision = Decision(
         desired_replicas=desired,
         weights=weights,
-        runtime_precision=runtime_precision,
-        actions=tuple(actions),
+        runtime_precision={"a": prec_a, "b": spec.b.precision},
+        actions=tuple(tick.actions),
         phase=phase,
-        events=tuple(events),
+        events=tuple(tick.events),
         state=new_state,
         capacity_rps=capacity_rps,
-        conditions=conditions(spec, phase, obs, forecast, incident, summary_reasons := tuple(reasons)),
-        summary=summary(phase, obs, desired, weights, dem, label, target, summary_reasons, prec_a),
-        reasons=summary_reasons,
+        conditions=conditions(spec, phase, obs, forecast, tick.incident.stage, reasons),
+        summary=summary(phase, obs, desired, weights, dem, label, target, reasons, prec_a),
+        reasons=reasons,
+        models={p: learning.summary(models[p], target, params.speed(precision[p]), params) for p in ("a", "b")},
     )
     return preview.wrap(spec, decision, params)
+
+
+def _health(obs: Observations, model: PoolModel, precision: str, target: float, loads: tuple[float, ...],
+            params: EngineParams) -> triggers.Health:
+    """Pool A's observed latency and load against what its healthy model predicts."""
+    a = obs.a
+    latency = a.latency_ms if a.latency_ms is not None else triggers.overall_latency(obs)
+    per_pod = a.rate_rps / a.ready_replicas if a.ready_replicas and a.rate_rps is not None else None
+    speed = params.speed(a.precision or precision)
+    predicted = model.latency_ms(per_pod or 0.0, speed, health=1.0)
+    capacity = model.capacity(target, speed, health=1.0)
+    # No ready pod of A with traffic on it is an overload too: nothing can carry it.
+    load = (per_pod / capacity if capacity > 0 else float("inf")) if per_pod is not None else (
+        float("inf") if not a.ready_replicas and (a.rate_rps or 0) > 0 else 0.0)
+    recent = (loads + (load,))[-params.breach_window_ticks:]
+    return triggers.Health(latency, per_pod, predicted, capacity, sigma=model.sigma, loads=recent)
+
+
+def _start_incident(spec: InferenceSpec, tick: Tick, check: triggers.TriggerCheck, obs: Observations,
+                    model_a: PoolModel, limit: playbook.ShiftLimit, now: float, params: EngineParams) -> None:
+    """Rule 3: the playbook's five steps (an overload shift in force becomes the emergency split)."""
+    target = spec.slo.target_latency_ms
+    trigger = "; ".join(t.message for t in check.starting)
+    caps = (model_a.capacity(target, params.speed(spec.a.precision)),
+            model_a.capacity(target, params.speed(playbook.DOWNGRADE_PRECISION)))
+    started = playbook.start(spec, obs, trigger, limit, caps, tick.incident.int8_rejected, now, params)
+    tick.actions += started.actions
+    tick.events += started.events
+    tick.weight_b = started.weight_b
+    tick.incident = replace(tick.incident, stage=Phase.EMERGENCY, trigger=trigger, started_at=now,
+                            emergency_weight_b=started.weight_b, under_slo_since=None, cutback_step=0,
+                            cutback_next_at=None, runtime_precision_a=started.runtime_precision_a, overload=False)
+
+
+def _advance_incident(spec: InferenceSpec, tick: Tick, check: triggers.TriggerCheck, obs: Observations,
+                      model_a: PoolModel, limit: playbook.ShiftLimit, now: float, params: EngineParams) -> None:
+    """Rules 3 and 4: follow B's gates during the emergency; recover; cut back; finish."""
+    target = spec.slo.target_latency_ms
+    inc = tick.incident
+    runtime_a = inc.runtime_precision_a
+    rejected = playbook.precision_rejected(spec, obs, runtime_a, params)
+    if rejected:
+        tick.actions.append(rejected[0])
+        tick.events.append(rejected[1])
+        inc = replace(inc, runtime_precision_a=None, int8_rejected=True)
+    emergency_weight_b = inc.emergency_weight_b
+    if inc.stage is Phase.EMERGENCY:
+        weight_b, action, event = playbook.readjust_shift(tick.weight_b, limit, params)
+        if action:
+            tick.actions.append(action)
+            tick.events.append(event)
+            tick.weight_b = emergency_weight_b = weight_b
+    h = model_a.health
+    health = cutback.Health(triggers.overall_latency(obs), check.beyond_latency, triggers.quantile_label(spec.slo.quantile))
+    progress = cutback.advance(
+        spec,
+        cutback.Progress(inc.stage, tick.weight_b, inc.under_slo_since, inc.cutback_step, inc.cutback_next_at,
+                         inc.runtime_precision_a, emergency_weight_b),
+        health,
+        playbook.total_rate(obs) or 0.0,
+        obs.a.ready_replicas,
+        model_a.capacity(target, params.speed(inc.runtime_precision_a or spec.a.precision), health=h),
+        model_a.capacity(target, params.speed(spec.a.precision), health=h),
+        limit, now, params,
+    )
+    tick.actions += progress.actions
+    tick.events += progress.events
+    tick.reasons += progress.reasons
+    tick.weight_b = progress.weight_b
+    if progress.incident is None:
+        tick.finished_incident = True
+        tick.incident = IncidentState(int8_rejected=inc.int8_rejected)
+        return
+    tick.incident = replace(inc, stage=progress.incident, under_slo_since=progress.under_slo_since,
+                            cutback_step=progress.step, cutback_next_at=progress.next_at,
+                            runtime_precision_a=progress.runtime_precision_a,
+                            emergency_weight_b=progress.emergency_weight_b)
+
+
+def _size(spec: InferenceSpec, state: EngineState, obs: Observations, dem: sizing.Demand | None,
+          forecast: Forecast | None, share_a: int, cap_a: float, cap_b: float, weights: dict[str, int],
+          tick: Tick, now: float, params: EngineParams) -> tuple[dict[str, int], bool, dict]:
+    """Rule 2: raw needs from the demand and the models, then the scale-up bound,
+    stabilization and the pool bounds. Returns (desired, A saturated, history)."""
+    startup_a = state.learned.startup.get("a") or obs.a.startup_seconds or params.default_startup_seconds
+    window = sizing.stabilization_window(params, startup_a)
+    history = dict(state.learned.history)
+    if tick.finished_incident:
+        # A's recommendations during the incident sized a degraded pool: an entry at 0
+        # replaces the window (an empty one would be seeded with the current replicas).
+        history["a"] = ((now, 0),)
+    if dem is None:
+        tick.reasons.append("no rate and no forecast: replicas held")
+        return ({p: sizing.clamp(obs.pool(p).replicas, spec.pool(p).min_replicas, spec.pool(p).max_replicas)
+                 for p in ("a", "b")}, False, history)
+    q = forecast.upper_quantile if forecast is not None else 0.9
+    upper = sizing.window_margin(dem.at_ready, params.slo_window_seconds, q)
+    observed = sizing.window_margin(dem.observed, params.slo_window_seconds, q)
+    reserve = spec.warm_reserve_percent / 100.0
+    load_a = share_a / 100.0 * max(observed, (1.0 - reserve) * upper)
+    load_b = max(weights["b"] / 100.0 * upper, reserve * sizing.window_margin(dem.peak, params.slo_window_seconds, q))
+    raw = {"a": sizing.pods_for(load_a, cap_a), "b": sizing.pods_for(load_b, cap_b)}
+    saturated = raw["a"] > spec.a.max_replicas
+    if saturated:
+        tick.reasons.append(
+            f"SLO unreachable within maxReplicas: a needs {raw['a']} pods for {load_a:.0f} rps "
+            f"at {cap_a:.1f} rps per pod, max {spec.a.max_replicas}")
+    if raw["b"] > spec.b.max_replicas:
+        tick.reasons.append(
+            f"b's bounds make the reserve impossible: b needs {raw['b']} pods for {load_b:.0f} rps at {cap_b:.1f} rps "
+            f"per pod (reserve {spec.warm_reserve_percent}% of {dem.peak:.0f} rps), max {spec.b.max_replicas}")
+    desired: dict[str, int] = {}
+    for p in ("a", "b"):
+        pool = spec.pool(p)
+        current = sizing.clamp(obs.pool(p).replicas, pool.min_replicas, pool.max_replicas)
+        want = sizing.clamp(raw[p], pool.min_replicas, pool.max_replicas)
+        bound = sizing.scale_up_bound(current, params.scale_up_percent, params.scale_up_pods)
+        if want > bound:
+            tick.reasons.append(f"{p} scale-up bounded to {bound} (needs {want}): at most +{params.scale_up_percent:g}% "
+                                f"or +{params.scale_up_pods} pods per tick")
+            want = bound
+        stable, history[p] = sizing.stabilize(history.get(p, ()), now, current, want, window)
+        desired[p] = sizing.clamp(stable, pool.min_replicas, pool.max_replicas)
+        if desired[p] > want and (stable < current or want < current):
+            tick.reasons.append(f"{p} held at {desired[p]} (raw {want}) by the {window:.0f} s stabilization window")
+    return desired, saturated, history
 
 
 def _hold(spec: InferenceSpec, state: EngineState, obs: Observations, forecast: Forecast | None, params: EngineParams) -> Decision:
     """Metrics unavailable: hold replicas, weights and precision; Degraded; one event on the transition."""
     desired = {p: sizing.clamp(obs.pool(p).replicas, spec.pool(p).min_replicas, spec.pool(p).max_replicas) for p in ("a", "b")}
     events = []
-    if not state.metrics_unavailable:
+    if not state.learned.metrics_unavailable:
         events.append(Event(
             Reason.METRICS_UNAVAILABLE,
             f"Hold replicas at a {desired['a']}, b {desired['b']} and weights at {state.weights['a']}/{state.weights['b']}: "
             "metrics unavailable",
         ))
     reason = "metrics unavailable: replicas and weights held"
-    new_state = replace(state, metrics_unavailable=True, phase=Phase.DEGRADED, last_desired=desired)
-    prec_a = state.runtime_precision_a or spec.a.precision
+    new_state = replace(state, phase=Phase.DEGRADED,
+                        learned=replace(state.learned, metrics_unavailable=True, last_desired=desired))
+    prec_a = state.incident.runtime_precision_a or spec.a.precision
+    target = spec.slo.target_latency_ms
+    models = {p: state.learned.models.get(p) or PoolModel.prior(params.fallback_capacity_rps, target) for p in ("a", "b")}
     weights = dict(state.weights)
     return Decision(
         desired_replicas=desired,
@@ -255,13 +314,10 @@ def _hold(spec: InferenceSpec, state: EngineState, obs: Observations, forecast: 
         phase=Phase.DEGRADED,
         events=tuple(events),
         state=new_state,
-        capacity_rps={
-            "a": cap.capacity_for(state.capacity, "a", prec_a, params),
-            "b": cap.capacity_for(state.capacity, "b", spec.b.precision, params),
-        },
-        conditions=conditions(spec, Phase.DEGRADED, obs, forecast, state.incident, (reason,), metrics=False),
+        capacity_rps={"a": models["a"].capacity(target, params.speed(prec_a)),
+                      "b": models["b"].capacity(target, params.speed(spec.b.precision))},
+        conditions=conditions(spec, Phase.DEGRADED, obs, forecast, state.incident.stage, (reason,), metrics=False),
         summary=summary(Phase.DEGRADED, obs, desired, weights, None, triggers.quantile_label(spec.slo.quantile),
-                        spec.slo.target_latency_ms, (reason,), prec_a),
+                        target, (reason,), prec_a),
         reasons=(reason,),
     )
-

@@ -40,9 +40,11 @@ class ShiftLimit:
     ready_capacity: float
 
 
-def shift_limit(spec: InferenceSpec, obs: Observations, cap_b: float, params: EngineParams) -> ShiftLimit:
-    """The share of traffic B can take now: the agreement gate, then the capacity gate."""
-    wanted = spec.traffic.emergency_weight_percent
+def shift_limit(spec: InferenceSpec, obs: Observations, cap_b: float, params: EngineParams,
+                wanted: int | None = None) -> ShiftLimit:
+    """The share of traffic B can take now, up to `wanted` (the emergency split by default):
+    the agreement gate, then the capacity gate."""
+    wanted = spec.traffic.emergency_weight_percent if wanted is None else wanted
     ready_capacity = obs.b.ready_replicas * cap_b
     min_agreement = spec.emergency.min_agreement
     agreement = obs.b.agreement
@@ -183,3 +185,39 @@ def apply_to_new_pods(obs: Observations, runtime_a: str | None, last_ready_a: in
     why = f"{new} new ready pods" if grew else f"pods report {obs.a.precision}"
     msg = f"Apply runtime precision {runtime_a} to {params.pool_name('a')}: {why}"
     return Action(ActionKind.DOWNGRADE_PRECISION, "a", {"precision": runtime_a, "new_pods": max(new, 0)}, msg)
+
+
+def overload_shift(
+    spec: InferenceSpec,
+    obs: Observations,
+    current_b: int,
+    ready_capacity_a: float,
+    cap_b: float,
+    params: EngineParams,
+) -> tuple[int, list[Action], list[Event]]:
+    """Rule 2's overload answer: while A's ready pods cannot carry the load, send the
+    excess to B's idle reserve (within B's gates); all of it back once they can.
+
+    No playbook: no int8, no debug logs. The model says the pods are healthy and
+    only too few; the pods being added will carry it when ready.
+    """
+    rate = total_rate(obs) or 0.0
+    a, b = params.pool_name("a"), params.pool_name("b")
+    excess = rate - ready_capacity_a
+    if excess > 1e-9 and rate > 0:
+        wanted = min(100, math.ceil(100.0 * excess / rate - 1e-9))
+        limit = shift_limit(spec, obs, cap_b, params, wanted)
+        new_b = limit.percent
+        if new_b == current_b:
+            return current_b, [], []
+        why = (f"a ready capacity {ready_capacity_a:.0f} rps < {rate:.0f} rps; "
+               f"{limit.limited_by or f'b ready capacity {limit.ready_capacity:.0f} rps'}")
+        if current_b == 0:
+            msg = f"Overload: shift {new_b}% to {b} until {a} has pods for it: {why}"
+            return new_b, [shift_action(new_b, msg)], [Event(Reason.OVERLOAD, msg)]
+        msg = f"Shift {new_b}% to {b} (was {current_b}%), overload: {why}"
+        return new_b, [shift_action(new_b, msg)], [Event(Reason.TRAFFIC_SHIFTED, msg)]
+    if current_b == 0:
+        return 0, [], []
+    msg = f"Return all traffic to {a} (b was {current_b}%): overload over, a ready capacity {ready_capacity_a:.0f} rps >= {rate:.0f} rps"
+    return 0, [shift_action(0, msg)], [Event(Reason.TRAFFIC_SHIFTED, msg)]

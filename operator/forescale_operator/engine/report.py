@@ -63,10 +63,7 @@ def scale_events(
             share = f", a's {share_a}% share" if share_a < 100 else ""
             why = f"{demand.source} {demand.at_ready:.0f} rps{when}{share}"
         else:
-            why = (
-                f"reserve {spec.warm_reserve_percent}% of {demand.peak:.0f} rps, "
-                f"emergency {spec.traffic.emergency_weight_percent}% of {demand.observed:.0f} rps now"
-            )
+            why = f"reserve {spec.warm_reserve_percent}% of {demand.peak:.0f} rps (the upper band's peak)"
         reason = Reason.SCALED_UP if after > before else Reason.SCALED_DOWN
         verb = "up" if after > before else "down"
         events.append(Event(

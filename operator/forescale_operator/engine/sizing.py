@@ -3,12 +3,18 @@
 - Demand is the upper forecast band of the request rate from the moment a pod
   started now would be ready (now + measured start-up) to the end of the
   horizon, never below the rate observed now. Without a forecast, the observed
-  rate alone.
-- Pool A needs `ceil(share_a x demand / (capacity_a x target_utilization))`.
-- Pool B needs the largest of: its own share of the demand (the same way as A);
-  `warmReservePercent` of the peak forecast demand over the horizon in B's
-  per-pod capacity; `emergencyWeightPercent` of the current rate, so that B can
-  take the emergency split at once (DESIGN.md §2).
+  rate alone. The band covers a step's mean rate; the SLO is judged on
+  shorter windows, whose counts add Poisson noise: `window_margin` adds it at
+  the band's own quantile.
+- Pool A carries its share of the larger of the observed rate and
+  `(1 - warmReservePercent)` of the upper band: B's ready reserve is A's
+  headroom (an overload shift moves the excess to it at once), not an extra.
+- Pool B holds `warmReservePercent` of the upper band, or its share of the
+  demand during an incident.
+- A pool needs the fewest pods whose predicted latency at that load meets the
+  target: `ceil(load / capacity)`, capacity from its latency model (rule 1).
+- Scale-up is bounded per tick like the HPA's default `behavior`: to the
+  larger of +`scale_up_percent`% and +`scale_up_pods` pods.
 - Each raw recommendation then goes through the HPA's stabilization
   (PEERS.md §1, `behavior` with an up window of 0): `min(max(current, raw),
   max(recommendations in the window))` — up at once, down only to the highest
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -31,7 +38,7 @@ from .types import EngineParams
 class Demand:
     """Request rates the sizing works from, requests per second."""
 
-    #: upper band from the moment new pods of A would be ready, through the horizon
+    #: upper band's peak from the moment new pods of A would be ready, through the horizon
     at_ready: float
     #: upper band peak over the whole horizon (B's reserve), never below `observed`
     peak: float
@@ -52,26 +59,44 @@ def demand(forecast: Forecast | None, observed_rps: float | None, now: float, st
         finite = np.isfinite(upper)
         if finite.any():
             ready_at = now + startup_seconds
-            later = finite & (times >= ready_at)
-            # A start-up longer than the horizon sizes for the last step we know.
-            idx = np.flatnonzero(later) if later.any() else np.flatnonzero(finite)[-1:]
-            best = idx[int(np.argmax(upper[idx]))]
+            later = np.flatnonzero(finite & (times >= ready_at))
+            # The step at which a pod asked for now would be ready (the last one known when a
+            # start-up outlasts the horizon): later steps are asked for at later ticks.
+            best = int(later[0]) if later.size else int(np.flatnonzero(finite)[-1])
             base = observed or 0.0
-            at_ready = max(float(upper[best]), base)
+            # Pods asked for now serve from `ready_at` on: what the load is then is what they
+            # are for, not the load now (a burst shorter than a start-up is over before they
+            # are ready; B's reserve and the overload shift take it meanwhile).
+            at_ready = float(upper[best])
             peak = max(float(np.nanmax(upper[finite])), base)
-            lead = float(times[best] - now) if float(upper[best]) >= base else None
-            return Demand(at_ready, peak, base, lead, "forecast" if lead is not None else "observed")
+            return Demand(at_ready, peak, base, float(times[best] - now), "forecast")
     if observed is None:
         return None
     return Demand(observed, observed, observed, None, "observed")
 
 
-def pods_for(rate_rps: float, per_pod_rps: float, utilization: float = 1.0) -> int:
-    """Pods needed to carry `rate_rps` at `per_pod_rps` each, loaded to `utilization`."""
+def window_margin(rate_rps: float, window_seconds: float, quantile: float) -> float:
+    """The rate plus the Poisson noise of one SLO window's count at `quantile`:
+    a window of `w` seconds at rate r holds r*w requests +- sqrt(r*w)."""
+    if rate_rps <= 0:
+        return 0.0
+    z = NormalDist().inv_cdf(min(max(quantile, 0.5), 0.999))
+    return rate_rps + z * math.sqrt(rate_rps / window_seconds)
+
+
+def pods_for(rate_rps: float, per_pod_rps: float) -> int:
+    """Pods needed to carry `rate_rps` at `per_pod_rps` each (a pod that meets no SLO: none helps)."""
     if rate_rps <= 0:
         return 0
+    if per_pod_rps <= 0:
+        return 10**6
     # A hair of tolerance so that 3.0000000001 pods stays 3 pods.
-    return max(0, math.ceil(rate_rps / (per_pod_rps * utilization) - 1e-9))
+    return max(0, math.ceil(rate_rps / per_pod_rps - 1e-9))
+
+
+def scale_up_bound(current: int, percent: float, pods: int) -> int:
+    """The most replicas one tick may ask for: the larger of +percent% and +pods (HPA behavior, selectPolicy Max)."""
+    return max(math.floor(current * (1.0 + percent / 100.0)), current + pods)
 
 
 def stabilize(
@@ -107,9 +132,14 @@ def clamp(replicas: int, minimum: int, maximum: int) -> int:
     return max(minimum, min(maximum, replicas))
 
 
-def stabilization_window(params: EngineParams, step_seconds: float) -> float:
-    """The scale-down window: the parameter, else the HPA's 300 s scaled to short loops."""
+def stabilization_window(params: EngineParams, startup_seconds: float) -> float:
+    """The scale-down window: the parameter, else one start-up of the pool.
+
+    A pod removed now and needed again within a start-up cannot be back in
+    time: that is the risk the window guards against. Past one start-up, a
+    scale-down risks no more than the scale-up that would undo it. (The HPA's
+    300 s is a fixed guess at the same thing; Knative's stable window is 60 s.)
+    """
     if params.stabilization_seconds is not None:
         return float(params.stabilization_seconds)
-    # 20 ticks of the loop, like 300 s at the HPA's 15 s sync period.
-    return min(300.0, 20.0 * step_seconds)
+    return max(float(startup_seconds), 0.0)

@@ -1,17 +1,35 @@
-"""Rule 3's triggers: when the incident playbook starts.
+"""Rule 3: incident or overload.
 
-Any one of these starts it:
-- observed: the SLO quantile of latency over both pools exceeds
-  `triggerRatio x target`;
-- forecast: the forecast's upper latency band crosses that line within the horizon;
-- errors: the share of requests rejected or failed, weighted by each pool's
-  rate, exceeds `errorRatePercent`;
-- queue: the total queue depth grew at every one of the last
-  `queue_growth_ticks` ticks and holds at least `queue_min_depth` requests;
-- sustained (an extension): latency over the SLO target itself at
-  `breach_ticks` of the last `breach_window_ticks` ticks. A slowdown that keeps
-  the tail over the SLO but under `triggerRatio x target` would otherwise
-  never start the playbook; 0 switches it off.
+A symptom (latency over the SLO, errors, a piling queue, budget burning) has
+two possible causes, and each has its own answer:
+- an **overload**: the pods carry more than the latency model says they can
+  at the SLO. The model explains the symptom; the answer is more pods, and
+  meanwhile B's idle reserve if A's cannot be ready in time (rule 2);
+- an **incident**: the pods carry no more than the model's capacity, yet they
+  do worse than it predicts. The curve moved; the answer is the playbook.
+
+The playbook starts on any of these, each only while the load is within the
+model's capacity (the pods should cope):
+- deviation: A's latency is over `triggerRatio x` the model's prediction at
+  A's observed per-pod load (or over the model's own noise band, `gate_sigmas`
+  standard deviations of its log residual, where that is wider), at `breach_ticks` of the last `breach_window_ticks`
+  ticks and now, and users are hurt (latency over the target, or the short
+  burn window over budget). A pool twice as slow as it should be, serving
+  under the SLO, costs nobody anything; the playbook's int8 and lighter model
+  have a quality cost worth paying only when the SLO is at risk;
+- burn: the share of requests over the SLO, in units of the error budget
+  (1 - quantile), reaches `burn_rate` over both a short and a long window
+  (multi-window burn-rate alerting, Google SRE workbook ch. 5), while A does
+  worse than the model predicts. The windows count only the budget burned
+  while the pods should have coped (an overload's burn is the overload's).
+  It catches a slowdown that keeps the 15 s
+  quantile just under the target while 10 s windows go over;
+- errors: the share rejected or failed is over `errorRatePercent`;
+- queue: the total queue depth grew at each of the last `queue_growth_ticks`
+  ticks and holds at least `queue_min_depth` requests.
+The forecast's upper latency band crossing `triggerRatio x target` is
+reported (ForecastSpike) but starts nothing: what the forecaster sees coming
+is load, and load is answered by sizing.
 """
 
 from __future__ import annotations
@@ -26,27 +44,65 @@ from forescale_predictor.forecast_types import LATENCY_MS, Forecast
 
 from .types import EngineParams, Observations
 
-OBSERVED, FORECAST, ERRORS, QUEUE, SUSTAINED = "observed", "forecast", "errors", "queue", "sustained"
+DEVIATION, BURN, ERRORS, QUEUE, FORECAST = "deviation", "burn", "errors", "queue", "forecast"
 
 
 @dataclass(frozen=True)
 class Trigger:
-    """One reason to start the playbook, with the numbers behind it."""
+    """One reason to start the playbook (or, for `forecast`, to say so), with the numbers behind it."""
 
     kind: str
     message: str
 
 
 @dataclass(frozen=True)
+class Health:
+    """Pool A against its latency model this tick."""
+
+    #: A's observed SLO-quantile latency and per-pod rate (None: not measured)
+    latency_ms: float | None
+    per_pod_rps: float | None
+    #: the model's prediction at that load (healthy pods), and its capacity at the SLO
+    predicted_ms: float
+    capacity_rps: float
+    #: the model's noise: standard deviation of log(observed / predicted) on healthy samples
+    sigma: float = 0.0
+    #: per-pod load over capacity at the last few ticks, this one last
+    loads: tuple[float, ...] = ()
+
+    @property
+    def explained(self) -> bool:
+        """The load is, or was within the trigger window, past what the model says the pods
+        carry at the SLO: an overload. Requests queued then finish slow (up to the timeout)
+        after the load has dropped, and a step's quantile includes them."""
+        return any(x > 1.0 for x in self.loads)
+
+    @property
+    def ratio(self) -> float:
+        """Observed over predicted latency (0 when either is unknown or the model predicts saturation)."""
+        if self.latency_ms is None or not math.isfinite(self.predicted_ms) or self.predicted_ms <= 0:
+            return 0.0
+        return self.latency_ms / self.predicted_ms
+
+
+@dataclass(frozen=True)
 class TriggerCheck:
-    """The triggers that hold now, and the queue history to remember."""
+    """The triggers that hold now, and the windows to remember."""
 
     fired: tuple[Trigger, ...]
     queue: tuple[float, ...]
-    breaches: tuple[bool, ...] = ()
+    loads: tuple[float, ...]
+    deviations: tuple[bool, ...]
+    burn: tuple[float, ...]
+    health: Health
 
     def has(self, kind: str) -> bool:
         return any(t.kind == kind for t in self.fired)
+
+    @property
+    def starting(self) -> tuple[Trigger, ...]:
+        """The triggers that start the playbook (all but the forecast's)."""
+        return tuple(t for t in self.fired if t.kind != FORECAST)
 
     @property
     def beyond_latency(self) -> bool:
@@ -79,58 +135,77 @@ def error_rate(obs: Observations) -> float | None:
     return max(e for _, e in pairs)
 
 
+def _burn(history: tuple[float, ...], ticks: int, budget: float) -> float:
+    window = history[-ticks:]
+    return (sum(window) / len(window)) / budget if window and budget > 0 else 0.0
+
+
 def check(
     spec: InferenceSpec,
     obs: Observations,
     forecast: Forecast | None,
+    health: Health,
     queue_history: tuple[float, ...],
+    deviation_history: tuple[bool, ...],
+    burn_history: tuple[float, ...],
     now: float,
     params: EngineParams,
-    breach_history: tuple[bool, ...] = (),
 ) -> TriggerCheck:
     """Evaluate every trigger for this tick."""
     target = spec.slo.target_latency_ms
     ratio = spec.emergency.trigger_ratio
-    line = ratio * target
     q = quantile_label(spec.slo.quantile)
+    budget = 1.0 - spec.slo.quantile
     fired: list[Trigger] = []
+    cope = not health.explained
+    load = (f"{health.per_pod_rps:.1f} rps per pod, within the model's {health.capacity_rps:.1f}"
+            if health.per_pod_rps is not None else "no load measured")
 
-    latency = overall_latency(obs)
-    if latency is not None and latency > line:
-        fired.append(Trigger(OBSERVED, f"{q} {latency:.0f} ms > {float(ratio)} x SLO {target:.0f} ms"))
-    breaches = breach_history
-    if latency is not None:
-        breaches = (breach_history + (latency > target,))[-params.breach_window_ticks:]
-    over = sum(breaches)
-    if params.breach_ticks and over >= params.breach_ticks and latency is not None and latency > target:
-        fired.append(Trigger(
-            SUSTAINED,
-            f"{q} over SLO {target:.0f} ms at {over} of the last {len(breaches)} ticks ({latency:.0f} ms now)",
-        ))
+    burn = burn_history
+    if obs.over_slo_fraction is not None and math.isfinite(obs.over_slo_fraction):
+        # Budget burned in an overload (or while its queue drains) is the overload's, answered by
+        # scaling: the windows count only what the pods burned while they should have coped.
+        burned = min(1.0, max(0.0, obs.over_slo_fraction)) if cope else 0.0
+        burn = (burn_history + (burned,))[-params.burn_long_ticks:]
+    short, long = _burn(burn, params.burn_short_ticks, budget), _burn(burn, params.burn_long_ticks, budget)
+    burning = short >= params.burn_rate and long >= params.burn_rate and len(burn) >= params.burn_short_ticks
 
-    if forecast is not None:
-        upper = np.asarray(forecast.upper(LATENCY_MS), dtype=float)
-        over = np.flatnonzero(np.isfinite(upper) & (upper > line))
-        if over.size:
-            i = int(over[0])
-            lead = float(forecast.step_times()[i] - now)
-            fired.append(Trigger(
-                FORECAST,
-                f"forecast {q} upper band {upper[i]:.0f} ms > {float(ratio)} x SLO {target:.0f} ms in {max(lead, 0):.0f} s",
-            ))
+    # Beyond the trigger ratio, and beyond the service's own noise (the learning gate's sigmas):
+    # a p99 of a few dozen heavy-tailed LLM requests doubles by chance; one of thousands does not.
+    line = max(ratio, math.exp(params.gate_sigmas * health.sigma))
+    deviates = cope and health.ratio > line
+    deviations = (deviation_history + (deviates,))[-params.breach_window_ticks:]
+    hurt = health.latency_ms is not None and (health.latency_ms > target or short >= 1.0)
+    if params.breach_ticks and deviates and hurt and sum(deviations) >= params.breach_ticks:
+        fired.append(Trigger(DEVIATION, (
+            f"a {q} {health.latency_ms:.0f} ms > {line:.1f} x the model's {health.predicted_ms:.0f} ms at {load} "
+            f"({sum(deviations)} of the last {len(deviations)} ticks)")))
+    if params.burn_rate and burning and cope and health.ratio > 1.0:
+        fired.append(Trigger(BURN, (
+            f"{100 * burn[-1]:.1f}% of requests over SLO {target:.0f} ms: burn {short:.1f}x the budget over "
+            f"{min(len(burn), params.burn_short_ticks)} ticks and {long:.1f}x over {len(burn)}; a {q} "
+            f"{health.latency_ms:.0f} ms vs the model's {health.predicted_ms:.0f} ms at {load}")))
 
     err = error_rate(obs)
     limit = spec.emergency.error_rate_percent / 100.0
-    if err is not None and err > limit:
-        fired.append(Trigger(ERRORS, f"errors {err * 100:.1f}% > {spec.emergency.error_rate_percent:g}%"))
+    if err is not None and err > limit and cope:
+        fired.append(Trigger(ERRORS, f"errors {err * 100:.1f}% > {spec.emergency.error_rate_percent:g}% at {load}"))
 
     depths = [p.queue_depth for p in (obs.a, obs.b) if p.queue_depth is not None and math.isfinite(p.queue_depth)]
     n = params.queue_growth_ticks
-    if depths:
-        queue = (queue_history + (float(sum(depths)),))[-(n + 1):]
-    else:
-        queue = ()  # a gap in the data breaks the run of growth
-    if len(queue) == n + 1 and all(b > a for a, b in zip(queue, queue[1:])) and queue[-1] >= params.queue_min_depth:
-        fired.append(Trigger(QUEUE, f"queue grew {queue[0]:.0f} -> {queue[-1]:.0f} requests over {n} ticks"))
+    # A gap in the data breaks the run of growth.
+    queue = (queue_history + (float(sum(depths)),))[-(n + 1):] if depths else ()
+    if (len(queue) == n + 1 and all(b > a for a, b in zip(queue, queue[1:])) and queue[-1] >= params.queue_min_depth
+            and cope):
+        fired.append(Trigger(QUEUE, f"queue grew {queue[0]:.0f} -> {queue[-1]:.0f} requests over {n} ticks at {load}"))
 
-    return TriggerCheck(tuple(fired), queue, breaches)
+    if forecast is not None:
+        upper = np.asarray(forecast.upper(LATENCY_MS), dtype=float)
+        over = np.flatnonzero(np.isfinite(upper) & (upper > ratio * target))
+        if over.size:
+            i = int(over[0])
+            lead = float(forecast.step_times()[i] - now)
+            fired.append(Trigger(FORECAST, (
+                f"forecast {q} upper band {upper[i]:.0f} ms > {float(ratio)} x SLO {target:.0f} ms in {max(lead, 0):.0f} s")))
+
+    return TriggerCheck(tuple(fired), queue, health.loads, deviations, burn, health)

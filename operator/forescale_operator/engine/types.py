@@ -14,6 +14,7 @@ from typing import Any, Mapping
 from forescale_operator.phase import Phase
 from forescale_operator.reasons import Reason, event_type
 
+from .latency_model import ModelParams
 from .state import EngineState
 
 POOLS = ("a", "b")
@@ -71,6 +72,9 @@ class Observations:
     latency_ms: float | None = None
     #: total request rate over both pools, requests per second
     rate_rps: float | None = None
+    #: share 0..1 of the step's requests over the SLO target, rejected and failed included
+    #: (from a histogram bucket at the target); None when not measured (no burn-rate trigger)
+    over_slo_fraction: float | None = None
 
     def pool(self, name: str) -> PoolObservation:
         """The observation of pool `a` or `b`."""
@@ -112,57 +116,51 @@ class Event:
 
 @dataclass(frozen=True)
 class EngineParams:
-    """Tunables of the engine. Every default is documented in docs/engine.md."""
+    """Tunables of the engine. Every default is documented, with its reason, in docs/engine.md."""
 
     #: the resource's metadata.name; messages name pools `<name>-a`/`<name>-b`
     name: str = ""
-    #: scale-down stabilization window (HPA behavior); None -> min(300, 20 x forecast.stepSeconds)
+    #: scale-down stabilization window (HPA behavior); None -> one measured start-up of pool A
     stabilization_seconds: float | None = None
-    #: per-pod capacity at the SLO at fp16 before enough samples exist (requests/s)
+    #: the latency model's prior: per-pod capacity at the SLO at fp16 (requests/s), from a load
+    #: test (the forescale.io/capacity-rps annotation) or this default
     fallback_capacity_rps: float = 10.0
-    #: relative throughput per precision, used to carry a capacity across precisions
+    #: relative throughput per precision, used to carry the latency curve across precisions
     precision_speed: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_PRECISION_SPEED))
-    #: valid samples of a (pool, precision) before its learned capacity is used
-    min_capacity_samples: int = 5
-    #: how far one over-SLO sample pulls the estimate towards its bound (0..1)
-    capacity_smoothing: float = 0.3
-    #: how far one comfortable sample relaxes the estimate back towards its ceiling (0..1)
-    capacity_relax: float = 0.1
-    #: latency / target at or under which a sample counts as comfortable
-    relax_latency_ratio: float = 0.6
-    #: until an over-SLO sample has found the knee, a sample of pods loaded to
-    #: `probe_load_ratio` of the estimate raises it by this share: pods
-    #: sized at `target_utilization` never carry more than the estimate, so an
-    #: estimate that starts low (a fallback never set from a load test) would
-    #: otherwise stay low for good (0 switches probing off)
-    capacity_probe: float = 0.05
-    probe_load_ratio: float = 0.75
-    #: ... and whose latency is at most this share of the target
-    probe_latency_ratio: float = 0.8
-    #: an over-SLO sample never bounds capacity below this share of its per-pod rate
-    min_overload_factor: float = 0.5
-    #: nor below the proven ceiling / max_slowdown: a pod slower than that is a fault for the playbook
-    max_slowdown: float = 3.0
-    #: the same floor while an incident is open on pool A, where the estimate
-    #: sizes A for the slowdown at hand (the incident bounds how long it lasts)
-    incident_max_slowdown: float = 6.0
-    #: during an incident, a sample whose latency is over this share of the target
-    #: (and under it) sits at the knee: it lowers the estimate to rate x target / latency
-    incident_knee_ratio: float = 0.8
-    #: share of the learned capacity a pod is sized to carry: the capacity is the
-    #: rate at which the SLO quantile reaches the target, but it is learned from
-    #: short samples and a burst inside one tick cannot be forecast (docs/engine.md)
-    target_utilization: float = 0.85
+    #: an innovation beyond this many standard deviations is an outlier, not learned
+    gate_sigmas: float = 3.0
+    #: one sample moves L0 or mu by at most this share
+    max_step: float = 0.10
+    #: the largest slowdown h the model tracks: a pod slower than this is a fault that added pods do not fix
+    max_slowdown: float = 6.0
+    #: how far one sample moves the tracked health towards what it shows
+    health_smoothing: float = 0.5
+    #: relative process noise per sample (lets the curve follow a slow drift)
+    model_drift: float = 0.001
+    #: samples before a pool's fitted curve is reported as its own rather than the prior's
+    min_model_samples: int = 10
+    #: a fitted capacity this far (relative) from the prior's, after min_model_samples, is reported once
+    contradiction_ratio: float = 0.25
     #: start-up (scheduled -> ready) assumed before one is measured, seconds (DESIGN §6)
     default_startup_seconds: float = 90.0
+    #: the SLO is judged on windows of this many seconds: sizing adds the Poisson noise of a window's count
+    slo_window_seconds: float = 10.0
+    #: scale-up policy per tick, as the HPA's default behavior: the larger of +100% and +4 pods
+    scale_up_percent: float = 100.0
+    scale_up_pods: int = 4
     #: consecutive ticks of growing queue depth that trigger the playbook
     queue_growth_ticks: int = 3
     #: a growing queue only triggers once it holds at least this many requests
     queue_min_depth: float = 1.0
-    #: latency over the SLO target at this many of the last `breach_window_ticks` ticks
-    #: also starts the playbook (an extension of rule 3; 0 switches it off)
+    #: latency beyond triggerRatio x the model's prediction at this many of the last
+    #: `breach_window_ticks` ticks starts the playbook
     breach_ticks: int = 2
     breach_window_ticks: int = 3
+    #: multi-window burn rate: the share of requests over the SLO, in units of the error
+    #: budget (1 - quantile), over a short and a long window of ticks; both must reach `burn_rate`
+    burn_short_ticks: int = 4
+    burn_long_ticks: int = 20
+    burn_rate: float = 2.0
     #: inputs warmed per pool (POST /admin/warmup {"top": N})
     warm_top: int = 100
     #: seconds of metrics the incident snapshot covers
@@ -174,22 +172,23 @@ class EngineParams:
         checks = (
             ("stabilization_seconds", self.stabilization_seconds is None or self.stabilization_seconds >= 0),
             ("fallback_capacity_rps", self.fallback_capacity_rps > 0),
-            ("min_capacity_samples", self.min_capacity_samples >= 0),
-            ("capacity_smoothing", 0 < self.capacity_smoothing <= 1),
-            ("capacity_relax", 0 <= self.capacity_relax <= 1),
-            ("relax_latency_ratio", 0 < self.relax_latency_ratio <= 1),
-            ("capacity_probe", 0 <= self.capacity_probe <= 1),
-            ("probe_load_ratio", 0 < self.probe_load_ratio <= 1),
-            ("probe_latency_ratio", 0 < self.probe_latency_ratio <= 1),
-            ("min_overload_factor", 0 < self.min_overload_factor <= 1),
+            ("gate_sigmas", self.gate_sigmas > 0),
+            ("max_step", 0 < self.max_step <= 1),
             ("max_slowdown", self.max_slowdown >= 1),
-            ("incident_max_slowdown", self.incident_max_slowdown >= 1),
-            ("incident_knee_ratio", 0 < self.incident_knee_ratio <= 1),
-            ("target_utilization", 0 < self.target_utilization <= 1),
+            ("health_smoothing", 0 < self.health_smoothing <= 1),
+            ("model_drift", 0 <= self.model_drift <= 1),
+            ("min_model_samples", self.min_model_samples >= 0),
+            ("contradiction_ratio", self.contradiction_ratio > 0),
             ("default_startup_seconds", self.default_startup_seconds >= 0),
+            ("slo_window_seconds", self.slo_window_seconds > 0),
+            ("scale_up_percent", self.scale_up_percent >= 0),
+            ("scale_up_pods", self.scale_up_pods >= 1),
             ("queue_growth_ticks", self.queue_growth_ticks >= 1),
             ("breach_ticks", 0 <= self.breach_ticks <= self.breach_window_ticks),
             ("breach_window_ticks", self.breach_window_ticks >= 1),
+            ("burn_short_ticks", self.burn_short_ticks >= 1),
+            ("burn_long_ticks", self.burn_long_ticks >= self.burn_short_ticks),
+            ("burn_rate", self.burn_rate >= 0),
             ("warm_top", self.warm_top >= 1),
             ("snapshot_window_seconds", self.snapshot_window_seconds > 0),
         )
@@ -207,6 +206,11 @@ class EngineParams:
     def speed(self, precision: str) -> float:
         """Relative throughput of a precision (1.0 when unknown)."""
         return float(self.precision_speed.get(precision, 1.0))
+
+    @property
+    def model(self) -> ModelParams:
+        """The latency model's learning rates and bounds."""
+        return ModelParams(self.gate_sigmas, self.max_step, self.max_slowdown, self.health_smoothing, self.model_drift)
 
 
 #: (status, reason, message) of one condition; status is "True", "False" or "Unknown"
@@ -230,6 +234,8 @@ class Decision:
     summary: str
     #: human reasons with numbers behind the current sizing (bounds, holds, waits)
     reasons: tuple[str, ...] = ()
+    #: each pool's fitted latency model, for status and events: l0Ms, muRps, capacityRps, health, samples, ...
+    models: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     preview: bool = False
     would: "Decision | None" = None
 
@@ -246,6 +252,7 @@ class Decision:
             "conditions": {k: list(v) for k, v in self.conditions.items()},
             "summary": self.summary,
             "reasons": list(self.reasons),
+            "models": {k: dict(v) for k, v in self.models.items()},
             "preview": self.preview,
         }
         if self.would is not None:

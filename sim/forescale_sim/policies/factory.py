@@ -78,9 +78,9 @@ def make_policy(name: str, ctx: PolicyContext) -> Policy:
         except SpecError as exc:
             raise SimError(f"the forescale policy's spec is invalid: {exc}") from None
         # The calibrated capacity is what an operator sets from a load test (the
-        # forescale.io/capacity-rps annotation): a configured capacity is not probed upwards.
+        # forescale.io/capacity-rps annotation): the latency model's prior.
         params = EngineParams(name="replay", fallback_capacity_rps=ctx.calibration.capacity("fp16"),
-                              default_startup_seconds=ctx.startup_seconds, capacity_probe=0.0)
+                              default_startup_seconds=ctx.startup_seconds)
         forecaster = ctx.forecaster_factory(spec.forecast.step_seconds, spec.forecast.horizon_seconds) if ctx.forecaster_factory else None
         if forecaster is None:
             raise SimError("the forescale policy needs a forecaster")

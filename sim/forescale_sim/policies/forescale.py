@@ -83,10 +83,10 @@ class ForescalePolicy:
         self.last_decision = None
 
     def start(self, view: View) -> Command:
-        """Warm start: A sized for the first minute at the learned-capacity fallback, B at its minimum."""
+        """Warm start: A sized for the first minute at the latency model's prior capacity, B at its minimum."""
         rate = view.rate(None, 60.0)
         cap = self.params.fallback_capacity_rps
-        a = int(np.clip(np.ceil(rate / (cap * self.params.target_utilization)), self.spec.a.min_replicas, self.spec.a.max_replicas))
+        a = int(np.clip(np.ceil(rate / cap), self.spec.a.min_replicas, self.spec.a.max_replicas))
         return Command({"a": a, "b": self.spec.b.min_replicas}, weights={"a": 100, "b": 0})
 
     def _pool(self, view: View, pool: str, step: float) -> PoolObservation:
@@ -114,6 +114,7 @@ class ForescalePolicy:
             metrics_available=True,
             latency_ms=view.latency_ms(None, step),
             rate_rps=view.rate(None, step),
+            over_slo_fraction=view.over_slo_fraction(None, step),
         )
 
     def decide(self, view: View) -> Command:

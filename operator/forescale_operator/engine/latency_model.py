@@ -1,0 +1,254 @@
+"""Rule 1: a latency model per pool, learned online.
+
+The SLO-quantile latency of a pod carrying `rate` requests per second is
+modelled as a single queue:
+
+    L(rate) = L0 + W * rho / (1 - rho),  rho = rate / mu      (infinite at or past mu)
+
+- `L0`, the latency of an unloaded pod, `W` the scale of its queueing wait,
+  and `mu`, the rate at which its queue saturates, describe healthy pods at
+  the reference precision (fp16). Another
+  precision scales the service time by the engine's precision speeds: at int8,
+  L0 / speed and mu * speed.
+- `h >= 1`, the pods' health, scales the service time: a pod 2.5x slower has
+  h = 2.5. A change of load moves the operating point along the curve; a
+  change of the pods (a slowdown, a fragmented cache) moves the curve, i.e. h.
+
+Why this shape: it is the M/G/1 (Pollaczek-Khinchine, Kingman) form: a
+service floor plus a queueing wait that grows as rho / (1 - rho). With W = L0
+it is the M/M/1 sojourn-time quantile, the queueing model llm-d's workload
+variant autoscaler uses; W < L0 is a floor with a late knee (batched GPU
+serving, an LLM's prefill). The capacity at the SLO has a closed form, and
+its parameters are what an SRE reads off a load test (the unloaded latency,
+the knee).
+
+Learning. Rearranged, the curve is linear in three unknowns:
+`L = x0 + x1 * rate + x2 * rate * L` (x0 = L0, x1 = (W - L0) / mu, x2 = 1 / mu).
+A three-state Kalman filter (recursive least squares with process noise, as
+in llm-d's analyzer) fits x to each sample:
+- the prior is a pseudo-sample at the load-tested point (capacity C0 at the
+  target T: the curve goes through (C0, T)), plus a loose guess of L0, so
+  that, before the pods have shown anything, the capacity is the prior's;
+- a sample's noise is the service's own, learned from the residuals of the
+  samples before it (`resid_var`);
+- a sample whose innovation is beyond `gate_sigmas` standard deviations is an
+  outlier: it is not learned (a transient queue, a slow pod);
+- one update moves L0 or mu by at most `max_step` of their value;
+- a tick at which the fleet is changing (pods starting, or the ready count
+  moved since the last tick) is not a sample: its rate window mixes fleets;
+- a pool in an incident learns only h, never the healthy curve.
+The health h is solved from each sample (a quadratic: service times scale
+by h, so x0 by h, x1 by h^2, x2 by h) and clamped to [1, max_slowdown]; it is smoothed by
+`health_smoothing` per tick.
+
+Everything here is pure and small: the state is a dozen floats per pool.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+#: the latency at zero load assumed before it is measured, as a share of the
+#: SLO target. Serving stacks are sized so that an unloaded request takes a
+#: fraction of the SLO; a quarter is a middle guess between an encoder
+#: (~1-5% of its SLO) and an LLM's time to first token (~30-50%). It is only
+#: a starting point: the loose prior lets the first samples replace it, and
+#: the capacity at the SLO is held by the load-tested point meanwhile.
+PRIOR_L0_SHARE = 0.25
+#: standard deviations: the prior pseudo-sample (the load test) is believed to
+#: 10% of the target; one 15 s sample's quantile to 20% of itself (a p99 over
+#: a few hundred requests); L0's guess to 100% of itself (a guess).
+PRIOR_POINT_SIGMA = 0.10
+SAMPLE_SIGMA = 0.20
+PRIOR_L0_SIGMA = 1.0
+#: the residual variance is an average over about 20 samples (5 minutes of 15 s
+#: ticks, the long burn window), floored at 5% noise and capped at a factor e
+RESID_WEIGHT = 0.05
+MIN_RESID_VAR = 0.05 ** 2
+MAX_RESID_VAR = 1.0
+#: whether W is learned apart from L0. The three-parameter fit diverged on
+#: noisy encoder samples in our checks (x0 and 1/mu to 0, x1 unbounded) within a
+#: few hundred samples; until it is made stable, W = L0 (the M/M/1 curve).
+X1_LEARNED = False
+
+
+@dataclass(frozen=True)
+class ModelParams:
+    """The learning rates and bounds of the latency model (EngineParams holds them)."""
+
+    gate_sigmas: float = 3.0
+    max_step: float = 0.10
+    max_slowdown: float = 6.0
+    health_smoothing: float = 0.5
+    #: relative process noise per sample: lets a curve that drifts (a new
+    #: model version, a driver update) be followed over tens of samples
+    drift: float = 0.001
+
+
+@dataclass(frozen=True)
+class PoolModel:
+    """The learned latency curve of one pool (healthy, at the reference precision).
+
+    `L = (x0 + x1 * rate) / (1 - x2 * rate)`, the M/G/1 form `L0 + W * rho / (1 - rho)`
+    rearranged: x0 = L0 (ms), x1 = (W - L0) / mu, x2 = 1 / mu. With W = L0 (x1 = 0) it
+    is the M/M/1 curve; W < L0 is a service floor with a late knee (batched GPU serving,
+    an LLM's prefill), which the data can show.
+    """
+
+    #: x0 = latency of an unloaded pod at fp16 (ms), x1 (ms per rps), x2 = 1 / mu (s)
+    x: tuple[float, float, float]
+    #: Kalman covariance of x, upper triangle row by row: p00 p01 p02 p11 p12 p22
+    p: tuple[float, float, float, float, float, float]
+    #: the pods' health (service-time factor, 1 = healthy)
+    health: float = 1.0
+    #: samples learned, and samples gated out as outliers
+    samples: int = 0
+    outliers: int = 0
+    #: the capacity at the SLO the prior gave (rps per pod at fp16), for reports
+    prior_rps: float = 0.0
+    #: the variance of log(observed / predicted) on learned samples: how noisy this
+    #: service's quantile is (a p99 over 50 LLM requests of heavy-tailed prompt
+    #: lengths is far noisier than one over 5,000 encoder requests)
+    resid_var: float = SAMPLE_SIGMA ** 2
+    #: smallest and largest per-pod rate (at fp16) learned from, for "constant load" reasons
+    rate_lo: float = math.inf
+    rate_hi: float = 0.0
+
+    @property
+    def l0_ms(self) -> float:
+        return self.x[0]
+
+    @property
+    def mu_rps(self) -> float:
+        return 1.0 / self.x[2]
+
+    @property
+    def sigma(self) -> float:
+        """The standard deviation of log(observed / predicted) on healthy samples."""
+        return math.sqrt(self.resid_var)
+
+    @classmethod
+    def prior(cls, capacity_rps: float, target_ms: float) -> "PoolModel":
+        """The curve through the load-tested point (capacity_rps at target_ms), L0 loosely guessed."""
+        l0 = PRIOR_L0_SHARE * target_ms
+        x2 = (1.0 - l0 / target_ms) / capacity_rps
+        s0, s2 = PRIOR_L0_SIGMA * l0, PRIOR_L0_SIGMA * x2
+        s1 = 0.0  # x1 held at 0 (W = L0, M/M/1): see X1_LEARNED
+        model = cls(x=(l0, 0.0, x2), p=(s0 * s0, 0.0, 0.0, s1 * s1, 0.0, s2 * s2), prior_rps=capacity_rps)
+        # The load-tested point as a pseudo-sample: L = T at rate C.
+        return model._kalman((1.0, capacity_rps, capacity_rps * target_ms), target_ms,
+                             (PRIOR_POINT_SIGMA * target_ms) ** 2)[0]
+
+    # -- the curve ------------------------------------------------------------
+
+    def _scaled(self, speed: float, health: float | None) -> tuple[float, float, float]:
+        """x at a precision of relative `speed` and a health h (service time h / speed)."""
+        f = (self.health if health is None else health) / speed
+        return self.x[0] * f, self.x[1] * f * f, self.x[2] * f
+
+    def latency_ms(self, rate: float, speed: float = 1.0, health: float | None = None) -> float:
+        """Predicted SLO-quantile latency of one pod at `rate` rps, at a precision of `speed`."""
+        x0, x1, x2 = self._scaled(speed, health)
+        rate = max(rate, 0.0)
+        if x2 * rate >= 1.0:
+            return math.inf
+        return max(x0 + x1 * rate, 0.0) / (1.0 - x2 * rate)
+
+    def capacity(self, target_ms: float, speed: float = 1.0, health: float | None = None) -> float:
+        """Per-pod rate at which the predicted latency reaches the target (0 if unloaded pods miss it)."""
+        x0, x1, x2 = self._scaled(speed, health)
+        if x0 >= target_ms:
+            return 0.0
+        denom = x1 + x2 * target_ms
+        return (target_ms - x0) / denom if denom > 0 else math.inf
+
+    def solve_health(self, rate: float, latency_ms: float, speed: float = 1.0) -> float:
+        """The h that puts this sample on the curve (the observed / expected service time):
+        the positive root of x1*r*h^2 + (x0 + x2*r*L)*h - L = 0, at the reference precision."""
+        r, lat = rate / speed, latency_ms * speed
+        a, b = self.x[1] * r, self.x[0] + self.x[2] * r * lat
+        if abs(a) < 1e-12:
+            return lat / b if b > 0 else 1.0
+        disc = b * b + 4.0 * a * lat
+        if disc < 0:
+            return 1.0
+        root = (-b + math.sqrt(disc)) / (2.0 * a)
+        return root if root > 0 else 1.0
+
+    # -- learning -------------------------------------------------------------
+
+    def learn(self, rate: float, latency_ms: float, speed: float, mp: ModelParams) -> tuple["PoolModel", bool]:
+        """Fold one healthy sample in; returns (model, learned) where learned is False for an outlier.
+
+        An extended Kalman step in log space: the noise of a quantile is relative
+        (a p99 of 200 ms +- 20%), and using the prediction, not the observation, in
+        the Jacobian keeps the sample's own noise out of its regressor (the linear
+        form `L = x0 + x1 r + x2 r L` would carry it there and bias 1/mu upwards).
+        A sample past the predicted knee (the model says saturated, the pods say not)
+        takes the linear form: it shows mu is higher, and the log curve has no slope there.
+        """
+        rate_ref, lat_ref = rate / speed, latency_ms * speed
+        grow = (1 + mp.drift) ** 2
+        grown = replace(self, p=tuple(v * grow for v in self.p))
+        x0, x1, x2 = self.x
+        num, den = x0 + x1 * rate_ref, 1.0 - x2 * rate_ref
+        if num > 0 and den > 0.02:
+            predicted = num / den
+            h = (1.0 / num, rate_ref / num if X1_LEARNED else 0.0, rate_ref / den)
+            model, ok = grown._kalman(h, math.log(lat_ref), self.resid_var, mp,
+                                      predicted=math.log(predicted))
+            resid = math.log(lat_ref / predicted)
+        else:
+            model, ok = grown._kalman((1.0, rate_ref if X1_LEARNED else 0.0, rate_ref * lat_ref), lat_ref,
+                                      self.resid_var * lat_ref ** 2, mp)
+            resid = 0.0
+        if not ok:
+            return replace(self, outliers=self.outliers + 1), False
+        var = self.resid_var + RESID_WEIGHT * (min(resid * resid, MAX_RESID_VAR) - self.resid_var)
+        return replace(model, samples=self.samples + 1, rate_lo=min(self.rate_lo, rate_ref),
+                       rate_hi=max(self.rate_hi, rate_ref), resid_var=max(var, MIN_RESID_VAR)), True
+
+    def track_health(self, rate: float, latency_ms: float, speed: float, mp: ModelParams) -> "PoolModel":
+        """Move h towards what this sample shows (bounded to [1, max_slowdown])."""
+        seen = min(mp.max_slowdown, max(1.0, self.solve_health(rate, latency_ms, speed)))
+        return replace(self, health=self.health + mp.health_smoothing * (seen - self.health))
+
+    def _kalman(self, h: tuple[float, float, float], observed: float, noise: float,
+                mp: ModelParams | None = None, predicted: float | None = None) -> tuple["PoolModel", bool]:
+        """One Kalman update of x with observation row `h` (y = h . x + noise; or, given
+        `predicted`, the linearised y ~ predicted + h . (x' - x))."""
+        p00, p01, p02, p11, p12, p22 = self.p
+        P = ((p00, p01, p02), (p01, p11, p12), (p02, p12, p22))
+        ph = tuple(sum(P[i][j] * h[j] for j in range(3)) for i in range(3))  # P h^T
+        s = sum(h[i] * ph[i] for i in range(3)) + noise
+        innovation = observed - (predicted if predicted is not None else sum(h[i] * self.x[i] for i in range(3)))
+        if mp is not None and innovation * innovation > (mp.gate_sigmas ** 2) * s:
+            return self, False
+        k = tuple(v / s for v in ph)
+        x = [self.x[i] + k[i] * innovation for i in range(3)]
+        if mp is not None:
+            # Bounded steps: L0 and mu move by at most max_step of their value per sample;
+            # x1's bound is set by the same share of x0 / mu's scale (it is x0-like per rps).
+            x[0] = _bounded(self.x[0], x[0], mp.max_step)
+            x[2] = _bounded(self.x[2], x[2], mp.max_step)
+            span = mp.max_step * (self.x[0] * self.x[2] + abs(self.x[1]))
+            x[1] = min(max(x[1], self.x[1] - span), self.x[1] + span)
+        # Keep the curve physical: a positive unloaded latency and saturation rate.
+        x[0] = max(x[0], 1e-9)
+        x[2] = max(x[2], 1e-9)
+        new_p = [[P[i][j] - k[i] * ph[j] for j in range(3)] for i in range(3)]
+        flat = (max(new_p[0][0], 1e-12), new_p[0][1], new_p[0][2], max(new_p[1][1], 1e-18), new_p[1][2],
+                max(new_p[2][2], 1e-18))
+        return replace(self, x=(x[0], x[1], x[2]), p=flat), True
+
+    # -- reporting ------------------------------------------------------------
+
+    def describe(self, target_ms: float) -> str:
+        """`L0 12 ms, mu 48.1 rps, capacity 36.2 rps at 200 ms (prior 40.0), 57 samples, h 1.00`."""
+        return (f"L0 {self.l0_ms:.0f} ms, mu {self.mu_rps:.1f} rps, capacity {self.capacity(target_ms, health=1.0):.1f} rps "
+                f"at {target_ms:.0f} ms (prior {self.prior_rps:.1f}), {self.samples} samples, h {self.health:.2f}")
+
+
+def _bounded(old: float, new: float, step: float) -> float:
+    return min(max(new, old * (1.0 - step)), old * (1.0 + step))

@@ -1,0 +1,104 @@
+"""Rule 1 applied to a tick: fold each pool's observation into its latency model.
+
+- A pool's first tick starts its model from the prior (the load-tested capacity).
+- A sample needs ready pods, a rate, a finite latency, and a fleet that did not
+  change since the last tick (its rate window would mix two fleet sizes). A's
+  samples also wait out the trigger window after an overload: requests queued
+  then still finish, slow, and would read as slow pods.
+- Pool A during an incident learns only its health h (the curve moved); the
+  healthy curve is learned outside incidents only, and only from samples the
+  Kalman gate accepts.
+- Once a pool's fitted capacity departs from the prior by more than
+  `contradiction_ratio` after `min_model_samples` samples, one event says the
+  pods win over the annotation or load test (rule 1's "bad input").
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+from forescale_operator.reasons import Reason
+from forescale_operator.spec import InferenceSpec
+
+from .latency_model import PoolModel
+from .types import EngineParams, Event, Observations
+
+
+def learn(
+    spec: InferenceSpec,
+    models: Mapping[str, PoolModel],
+    obs: Observations,
+    last_ready: Mapping[str, int],
+    precision: Mapping[str, str],
+    incident_on_a: bool,
+    draining_a: bool,
+    params: EngineParams,
+) -> dict[str, PoolModel]:
+    """The models after this tick's samples. `draining_a`: A was overloaded within the
+    trigger window, so its latency still shows the queue of then, not the pods of now."""
+    target = spec.slo.target_latency_ms
+    out = {}
+    for pool in ("a", "b"):
+        model = models.get(pool) or PoolModel.prior(params.fallback_capacity_rps, target)
+        o = obs.pool(pool)
+        valid = (
+            not (draining_a and pool == "a")
+            and o.ready_replicas > 0 and o.ready_replicas == last_ready.get(pool)
+            and o.rate_rps is not None and math.isfinite(o.rate_rps) and o.rate_rps > 0
+            and o.latency_ms is not None and math.isfinite(o.latency_ms) and o.latency_ms > 0
+        )
+        if valid:
+            per_pod = o.rate_rps / o.ready_replicas
+            speed = params.speed(o.precision or precision[pool])
+            if not (incident_on_a and pool == "a"):
+                model, _ = model.learn(per_pod, o.latency_ms, speed, params.model)
+            model = model.track_health(per_pod, o.latency_ms, speed, params.model)
+        out[pool] = model
+    return out
+
+
+def contradictions(
+    models: Mapping[str, PoolModel],
+    reported: tuple[str, ...],
+    target_ms: float,
+    params: EngineParams,
+) -> tuple[list[Event], tuple[str, ...]]:
+    """One CapacityLearned event per pool whose fit contradicts its prior."""
+    events = []
+    for pool, model in sorted(models.items()):
+        if pool in reported or model.samples < params.min_model_samples or model.prior_rps <= 0:
+            continue
+        fitted = model.capacity(target_ms, health=1.0)
+        if abs(fitted / model.prior_rps - 1.0) > params.contradiction_ratio:
+            events.append(Event(Reason.CAPACITY_LEARNED, (
+                f"The pods of {params.pool_name(pool)} show {fitted:.1f} rps per pod at {target_ms:.0f} ms, not the "
+                f"prior's {model.prior_rps:.1f} (annotation or load test): sizing follows the pods; "
+                f"{model.describe(target_ms)}")))
+            reported = tuple(sorted(reported + (pool,)))
+    return events, reported
+
+
+def summary(model: PoolModel, target_ms: float, speed: float, params: EngineParams) -> dict[str, float]:
+    """The fitted parameters for status (`status.pools.*.model`)."""
+    return {
+        "l0Ms": round(model.l0_ms / speed, 3),
+        "muRps": round(model.mu_rps * speed, 3),
+        "capacityRps": round(model.capacity(target_ms, speed, health=1.0), 3),
+        "health": round(model.health, 3),
+        "samples": model.samples,
+        "outliers": model.outliers,
+        "priorRps": round(model.prior_rps * speed, 3),
+    }
+
+
+def prior_reason(pool: str, model: PoolModel, target_ms: float, params: EngineParams) -> str | None:
+    """Why a pool's capacity still comes from the prior (too few samples, or a constant load), or None."""
+    if model.samples >= params.min_model_samples and model.rate_hi >= 1.5 * model.rate_lo:
+        return None
+    if model.samples < params.min_model_samples:
+        why = f"{model.samples} of {params.min_model_samples} samples"
+    else:
+        why = f"load constant at {model.rate_lo:.1f}-{model.rate_hi:.1f} rps per pod"
+    return (f"{params.pool_name(pool)} latency model: capacity {model.capacity(target_ms, health=1.0):.1f} rps per pod "
+            f"mostly from the prior {model.prior_rps:.1f} ({why})")
