@@ -67,6 +67,9 @@ PRIOR_L0_SIGMA = 1.0
 RESID_WEIGHT = 0.05
 MIN_RESID_VAR = 0.05 ** 2
 MAX_RESID_VAR = 1.0
+#: how much one gated sample widens the model's covariance: doubling lets a run of
+#: ~5 contradicting samples (about a minute) through, while a lone transient moves nothing
+OUTLIER_WIDENING = 2.0
 #: whether W is learned apart from L0. The three-parameter fit diverged on
 #: noisy encoder samples in our checks (x0 and 1/mu to 0, x1 unbounded) within a
 #: few hundred samples; until it is made stable, W = L0 (the M/M/1 curve).
@@ -204,7 +207,9 @@ class PoolModel:
                                       self.resid_var * lat_ref ** 2, mp)
             resid = 0.0
         if not ok:
-            return replace(self, outliers=self.outliers + 1), False
+            # Gated once; but a run of outliers means the model, not the pods, is wrong (an
+            # annotation that contradicts them): each widens its uncertainty until they pass.
+            return replace(self, outliers=self.outliers + 1, p=tuple(v * OUTLIER_WIDENING for v in self.p)), False
         var = self.resid_var + RESID_WEIGHT * (min(resid * resid, MAX_RESID_VAR) - self.resid_var)
         return replace(model, samples=self.samples + 1, rate_lo=min(self.rate_lo, rate_ref),
                        rate_hi=max(self.rate_hi, rate_ref), resid_var=max(var, MIN_RESID_VAR)), True

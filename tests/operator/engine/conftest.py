@@ -33,7 +33,7 @@ BASE_SPEC: dict[str, Any] = {
 
 #: 50 rps per pod at fp16 before anything is learned (int8 then gets 83.3, fp32 25),
 #: pods sized to 85% of it (42.5 rps at fp16), so that the tables' numbers stay round
-PARAMS = EngineParams(name="chat", fallback_capacity_rps=50.0, stabilization_seconds=300.0, target_utilization=0.85)
+PARAMS = EngineParams(name="chat", fallback_capacity_rps=50.0, stabilization_seconds=300.0)
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

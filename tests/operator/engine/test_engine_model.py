@@ -1,0 +1,312 @@
+"""The engine with a latency model per pool: learning, incident vs overload, sizing, reserve, restart."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+
+from forescale_operator.engine import EngineParams, EngineState, PoolModel, StateError
+from forescale_operator.engine.latency_model import ModelParams
+from forescale_operator.phase import Phase
+from forescale_operator.reasons import Reason
+
+from conftest import PARAMS, build_forecast, build_obs, build_spec
+
+#: PARAMS' prior: 50 rps per pod at the 200 ms target at fp16 (83.3 at int8), L0 guessed at 50 ms
+TARGET = 200.0
+
+
+def healthy_ms(per_pod: float, speed: float = 1.0) -> float:
+    """What the prior model predicts for healthy fp16 pods at `per_pod` rps."""
+    return PoolModel.prior(PARAMS.fallback_capacity_rps, TARGET).latency_ms(per_pod, speed)
+
+
+class Scenario:
+    """Drives decide() tick by tick every 15 s, feeding back weights and state."""
+
+    def __init__(self, tick, spec=None, restart: bool = False):
+        self.tick, self.spec, self.restart = tick, spec or build_spec(), restart
+        self.state, self.t = EngineState(), 0.0
+
+    def at(self, latency, rate=300.0, a=(8, 8), b=(2, 2), over=None, forecast=None, a_extra=None, params=PARAMS):
+        w = self.state.weights
+        obs = build_obs(t=self.t, rate=rate, latency=latency, a=a, b=b, weights=(w["a"], w["b"]), a_extra=a_extra)
+        if over is not None:
+            from dataclasses import replace
+            obs = replace(obs, over_slo_fraction=over)
+        fc = build_forecast(self.t, rate if forecast is None else forecast)
+        d = self.tick(self.spec, self.state, obs, fc, params)
+        self.state = EngineState.from_status(json.loads(json.dumps(d.state.to_status()))) if self.restart else d.state
+        self.t += 15.0
+        return d
+
+
+def reasons(d) -> list[Reason]:
+    return [e.reason for e in d.events]
+
+
+# -- rule 1: the latency model -------------------------------------------------
+
+@pytest.mark.parametrize("l0, mu, prior", [
+    (20.0, 80.0, 50.0),    # fast pods, prior too low
+    (60.0, 40.0, 50.0),    # slow pods, prior too high
+    (100.0, 200.0, 50.0),  # an LLM-like floor, far more capacity than the prior says
+])
+def test_the_model_recovers_pods_of_known_parameters(l0, mu, prior):
+    rng = random.Random(7)
+    model, mp = PoolModel.prior(prior, TARGET), ModelParams()
+    true_capacity = mu * (1 - l0 / TARGET)
+    for _ in range(400):
+        rate = rng.uniform(0.2, 0.95) * true_capacity
+        model, _ = model.learn(rate, l0 / (1 - rate / mu) * rng.lognormvariate(0, 0.1), 1.0, mp)
+    assert model.capacity(TARGET, health=1.0) == pytest.approx(true_capacity, rel=0.15)
+    assert model.l0_ms == pytest.approx(l0, rel=0.25)
+    assert 0.05 <= model.sigma <= 0.2
+
+
+@pytest.mark.parametrize("factor", [1.0, 1.5, 2.5, 4.0])
+def test_health_is_the_slowdown_that_puts_a_sample_on_the_curve(factor):
+    model = PoolModel.prior(50.0, TARGET)
+    slowed = PoolModel.prior(50.0, TARGET).latency_ms(10.0, health=factor)
+    assert model.solve_health(10.0, slowed) == pytest.approx(factor, rel=1e-6)
+
+
+@pytest.mark.parametrize("speed", [0.5, 1.0, 1 / 0.6])
+def test_a_precision_scales_the_service_time(speed):
+    model = PoolModel.prior(50.0, TARGET)
+    assert model.capacity(TARGET, speed) > 0
+    assert model.latency_ms(0.0, speed) == pytest.approx(model.l0_ms / speed)
+
+
+def test_an_outlier_is_gated_and_steps_are_bounded():
+    model, mp = PoolModel.prior(50.0, TARGET), ModelParams()
+    gated, learned = model.learn(20.0, 5_000.0, 1.0, mp)
+    assert not learned and gated.outliers == 1 and gated.x == model.x
+    moved, learned = model.learn(20.0, healthy_ms(20.0) * 1.5, 1.0, mp)
+    assert learned and abs(moved.l0_ms / model.l0_ms - 1) <= mp.max_step + 1e-9
+    assert abs(moved.x[2] / model.x[2] - 1) <= mp.max_step + 1e-9
+
+
+def test_a_constant_load_keeps_the_prior_and_says_so(tick):
+    s = Scenario(tick)
+    for _ in range(12):
+        d = s.at(healthy_ms(37.5))
+    assert any("mostly from the prior 50.0 (load constant at 37.5-37.5 rps per pod)" in r for r in d.reasons)
+    assert d.capacity_rps["a"] == pytest.approx(50.0, rel=0.05)
+
+
+def test_pods_that_contradict_the_prior_win_and_an_event_says_so_once(tick):
+    s = Scenario(tick)
+    seen = []
+    for i in range(80):
+        rate = 160.0 + 50.0 * (i % 5)  # 20 to 45 rps per pod on 8 pods, within the prior's 50
+        per_pod = rate / 8
+        # Pods twice as fast as the annotation said: L0 25 ms, mu 133 rps.
+        d = s.at(25.0 / (1 - per_pod / 133.0), rate=rate)
+        seen += [e for e in d.events if e.reason is Reason.CAPACITY_LEARNED]
+    assert len(seen) == 1 and "not the prior's 50.0" in seen[0].message
+    assert d.capacity_rps["a"] > 60.0
+
+
+# -- rule 3: incident or overload --------------------------------------------------
+
+def test_a_burst_on_healthy_pods_scales_and_starts_no_playbook(tick):
+    s = Scenario(tick)
+    for _ in range(4):
+        s.at(healthy_ms(37.5))
+    for _ in range(2):  # 600 rps on 8 pods: 75 rps per pod, past the model's 50
+        d = s.at(900.0, rate=600.0, over=0.4)
+        assert Reason.EMERGENCY_STARTED not in reasons(d)
+        assert d.phase is not Phase.EMERGENCY
+    assert d.desired_replicas["a"] > 8
+
+
+def test_an_overload_sends_the_excess_to_bs_reserve_and_takes_it_back(tick):
+    s = Scenario(tick)
+    s.at(healthy_ms(37.5))
+    d = s.at(900.0, rate=500.0)  # a ready capacity about 8 x 50 = 400 < 500: the excess to B
+    assert Reason.OVERLOAD in reasons(d) and 10 <= d.weights["b"] <= 30
+    assert "a ready capacity" in d.events[0].message and "< 500 rps" in d.events[0].message
+    assert not any(e.reason in (Reason.PRECISION_DOWNGRADED, Reason.DEBUG_LOGGING_ENABLED) for e in d.events)
+    d = s.at(healthy_ms(30.0), rate=300.0, a=(12, 12))
+    assert d.weights == {"a": 100, "b": 0} and "overload over" in d.events[0].message
+
+
+@pytest.mark.parametrize("ratio, hurt_latency, starts_at", [
+    (1.5, False, None),  # slower than the model, but within the trigger ratio
+    (3.0, True, 1),      # 3x the prediction and over the target: the second tick
+    (3.0, False, None),  # 3x the prediction, yet under the target and no budget burned: nobody is hurt
+])
+def test_a_slowdown_at_constant_load_starts_the_playbook(tick, ratio, hurt_latency, starts_at):
+    s = Scenario(tick)
+    s.at(healthy_ms(37.5))
+    rate = 300.0 if hurt_latency else 80.0  # 10 rps per pod predicts ~59 ms: 3x is 178 ms < 200
+    per_pod = rate / 8
+    started = None
+    for i in range(3):
+        d = s.at(healthy_ms(per_pod) * ratio, rate=rate)
+        if Reason.EMERGENCY_STARTED in reasons(d) and started is None:
+            started = i
+            assert "x the model's" in d.events[0].message and "rps per pod" in d.events[0].message
+    assert started == starts_at
+
+
+@pytest.mark.parametrize("over, fires", [(0.05, True), (0.005, False)])
+def test_the_burn_rate_trigger_catches_a_slowdown_under_the_target(tick, over, fires):
+    s = Scenario(tick)
+    s.at(healthy_ms(37.5))
+    fired = False
+    for _ in range(5):  # p99 190 ms < 200, 1.7x the prediction: no deviation trigger
+        d = s.at(190.0, over=over)
+        fired |= any(e.reason is Reason.EMERGENCY_STARTED and "burn" in e.message for e in d.events)
+    assert fired is fires
+
+
+def test_budget_burned_in_an_overload_is_the_overloads(tick):
+    s = Scenario(tick)
+    for _ in range(6):
+        d = s.at(900.0, rate=600.0, over=0.3)
+        assert Reason.EMERGENCY_STARTED not in reasons(d)
+
+
+def test_the_queue_of_an_overload_draining_is_not_an_incident(tick):
+    s = Scenario(tick)
+    s.at(healthy_ms(37.5))
+    s.at(5_000.0, rate=700.0)
+    # The burst is over; requests queued in it still finish slow for a tick or two.
+    for _ in range(2):
+        d = s.at(5_000.0, rate=100.0)
+        assert Reason.EMERGENCY_STARTED not in reasons(d)
+
+
+# -- rule 2: sizing -------------------------------------------------------------------
+
+@pytest.mark.parametrize("replicas, ready, want", [
+    (10, 10, 10),  # nothing pending
+    (10, 4, 10),   # six pods starting: counted as capacity on its way, not asked for again
+])
+def test_pods_still_starting_are_capacity_on_its_way(tick, replicas, ready, want):
+    s = Scenario(tick, spec=build_spec(warmReservePercent=0))
+    d = s.at(healthy_ms(20.0), rate=80.0, a=(replicas, ready), forecast=430.0)
+    # 430 rps at the band, + the 10 s window's noise, at 50 rps per pod: 10 pods (or at most that).
+    assert d.desired_replicas["a"] == want
+
+
+@pytest.mark.parametrize("current, want", [(2, 6), (10, 20)])
+def test_scale_up_is_bounded_per_tick_and_says_so(tick, current, want):
+    s = Scenario(tick, spec=build_spec(warmReservePercent=0))
+    d = s.at(healthy_ms(10.0), rate=current * 10.0, a=(current, current), forecast=2000.0)
+    assert d.desired_replicas["a"] == want
+    if want < 20:
+        assert any("scale-up bounded to 6" in r and "+4 pods per tick" in r for r in d.reasons)
+
+
+@pytest.mark.parametrize("reserve, a_pods, b_pods", [
+    (0, 19, 1),    # A carries the whole band (900 rps + a window's noise), B at its minimum
+    (20, 15, 2),   # A carries 80%, B holds 20% of the band ready (at int8, ~94 rps per pod)
+])
+def test_the_reserve_is_as_headroom_not_an_extra(tick, reserve, a_pods, b_pods):
+    s = Scenario(tick, spec=build_spec(warmReservePercent=reserve))
+    d = s.at(healthy_ms(30.0), rate=300.0, a=(10, 10), b=(1, 1), forecast=900.0)
+    assert (d.desired_replicas["a"], d.desired_replicas["b"]) == (a_pods, b_pods)
+
+
+def test_scale_down_waits_one_start_up(tick):
+    s = Scenario(tick, spec=build_spec(warmReservePercent=0))
+    p = EngineParams(name="chat", fallback_capacity_rps=50.0, default_startup_seconds=60.0)
+    first = s.at(healthy_ms(40.0), rate=400.0, a=(10, 10), params=p).desired_replicas["a"]
+    held = [s.at(healthy_ms(10.0), rate=100.0, a=(10, 10), params=p).desired_replicas["a"] for _ in range(5)]
+    assert first == 10 and held[:3] == [10, 10, 10] and held[-1] < 10
+
+
+# -- rules 3 and 4 end to end, and a restart from status at every tick ---------------------
+
+def _incident(tick, restart):
+    s = Scenario(tick, restart=restart)
+    int8 = {"precision": "int8"}
+    s.at(healthy_ms(37.5))
+    s.at(600.0)
+    d = s.at(600.0)
+    story = [(d.phase, dict(d.weights), tuple(reasons(d)))]
+    for i in range(30):
+        d = s.at(healthy_ms(37.5 * 0.7, 1 / 0.6) if i != 14 else 260.0, a_extra=int8 if i < 25 else None)
+        story.append((d.phase, dict(d.weights), tuple(reasons(d))))
+    return story
+
+
+def test_the_incident_runs_its_course_and_a_restart_changes_nothing(tick):
+    live, restarted = _incident(tick, False), _incident(tick, True)
+    assert live == restarted
+    phases = [p for p, _, _ in live]
+    first = live[0]
+    assert first[0] is Phase.EMERGENCY and first[1] == {"a": 70, "b": 30}
+    assert first[2][:6] == (Reason.EMERGENCY_STARTED, Reason.TRAFFIC_SHIFTED, Reason.PRECISION_DOWNGRADED,
+                            Reason.CACHE_WARMED, Reason.DEBUG_LOGGING_ENABLED, Reason.SNAPSHOT_SAVED)
+    assert Phase.RECOVERING in phases and Phase.CUTTING_BACK in phases
+    everything = [r for _, _, rs in live for r in rs]
+    assert Reason.CUTBACK_STEP in everything and Reason.CUTBACK_ABORTED in everything
+    assert everything.count(Reason.EMERGENCY_STARTED) == 1
+
+
+# -- state and parameters --------------------------------------------------------------
+
+def test_a_state_round_trips_through_json_exactly(tick):
+    s = Scenario(tick)
+    s.at(healthy_ms(37.5))
+    s.at(600.0)
+    d = s.at(600.0)
+    raw = json.loads(json.dumps(d.state.to_status()))
+    assert EngineState.from_status(raw) == d.state
+    assert set(raw) == {"phase", "weights", "incident", "learned"}
+    assert raw["incident"]["stage"] == "Emergency" and "a" in raw["learned"]["models"]
+
+
+def test_a_state_written_before_the_model_keeps_its_incident():
+    old = {"phase": "CuttingBack", "incident": "CuttingBack", "weights": {"a": 80, "b": 20},
+           "cutback": {"step": 1, "nextAt": 99.0}, "capacity": {"a/fp16": {"rps": 3.0}}}
+    state = EngineState.from_status(old)
+    assert state.incident.stage is Phase.CUTTING_BACK and state.incident.cutback_step == 1
+    assert state.weights == {"a": 80, "b": 20} and state.learned.models == {}
+
+
+@pytest.mark.parametrize("raw, field", [
+    ({"learned": {}, "weights": {"a": "x", "b": 0}}, "weights.a"),
+    ({"learned": {}, "incident": {"cutbackStep": "two"}}, "incident.cutbackStep"),
+    ({"learned": {}, "incident": {"stage": "Exploding"}}, "incident.stage"),
+    ({"learned": {"models": {"a": {"x": [1, 2], "p": [1, 0, 0, 1, 0, 1]}}}}, "learned.models.a.x"),
+    ({"learned": {"history": {"a": [[1.0]]}}}, "learned.history.a[0]"),
+    ({"learned": {"forecastSpike": 1}}, "learned.forecastSpike"),
+    ({"learned": {"queue": [True]}}, "learned.queue[0]"),
+    ({"learned": "no"}, "learned"),
+])
+def test_a_bad_state_names_the_field(raw, field):
+    with pytest.raises(StateError) as err:
+        EngineState.from_status(raw)
+    assert err.value.field == field and field in str(err.value)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"gate_sigmas": 0}, "gate_sigmas"),
+    ({"max_step": 1.5}, "max_step"),
+    ({"max_slowdown": 0.5}, "max_slowdown"),
+    ({"burn_long_ticks": 2}, "burn_long_ticks"),
+    ({"scale_up_pods": 0}, "scale_up_pods"),
+    ({"fallback_capacity_rps": 0}, "fallback_capacity_rps"),
+])
+def test_bad_params_are_refused_by_name(kwargs, name):
+    with pytest.raises(ValueError, match=f"EngineParams.{name}"):
+        EngineParams(**kwargs)
+
+
+def test_preview_computes_the_incident_and_acts_on_nothing(tick):
+    s = Scenario(tick, spec=build_spec(mode="Preview"))
+    s.at(healthy_ms(37.5))
+    s.at(600.0)
+    d = s.at(600.0)
+    assert d.preview and d.actions == () and d.weights == {"a": 100, "b": 0}
+    assert d.would is not None and d.would.weights == {"a": 70, "b": 30}
+    assert all(e.message.startswith("Preview: would ") for e in d.events) and d.events
+    assert not math.isnan(d.capacity_rps["a"])
