@@ -9,19 +9,19 @@ from forescale_operator.engine import EngineParams
 
 
 @pytest.mark.parametrize(
-    "annotations, fallback, probe",
+    "annotations, fallback",
     [
-        pytest.param(None, EngineParams().fallback_capacity_rps, EngineParams().capacity_probe, id="no-annotations"),
-        pytest.param({"other": "1"}, EngineParams().fallback_capacity_rps, EngineParams().capacity_probe, id="not-ours"),
-        pytest.param({ANNOTATION: "22"}, 22.0, 0.0, id="integer"),
-        pytest.param({ANNOTATION: "0.5"}, 0.5, 0.0, id="fraction"),
-        pytest.param({ANNOTATION: " 1e3 "}, 1000.0, 0.0, id="exponent-and-spaces"),
+        pytest.param(None, EngineParams().fallback_capacity_rps, id="no-annotations"),
+        pytest.param({"other": "1"}, EngineParams().fallback_capacity_rps, id="not-ours"),
+        pytest.param({ANNOTATION: "22"}, 22.0, id="integer"),
+        pytest.param({ANNOTATION: "0.5"}, 0.5, id="fraction"),
+        pytest.param({ANNOTATION: " 1e3 "}, 1000.0, id="exponent-and-spaces"),
     ],
 )
-def test_good_values(annotations, fallback, probe):
+def test_good_values(annotations, fallback):
     params, problem = engine_params("chat", annotations)
     assert problem is None
-    assert params.name == "chat" and params.fallback_capacity_rps == fallback and params.capacity_probe == probe
+    assert params.name == "chat" and params.fallback_capacity_rps == fallback
 
 
 @pytest.mark.parametrize("value", ["", "fast", "0", "-3", "nan", "inf", "22 rps", "1e-320", "1e308"])

@@ -31,6 +31,7 @@ class StubView:
     def latency_ms(self, p, s): return 450.0 if p is None else self.pools[p][3]
     def error_rate(self, p, s): return self.pools[p][4] if p else 0.0
     def queue_depth(self, p): return self.pools[p][5]
+    def over_slo_fraction(self, p, s): return 0.0
     def precision(self, p): return self.pools[p][6]
     def startups(self, p): return self.pools[p][7]
 

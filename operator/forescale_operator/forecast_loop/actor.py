@@ -69,7 +69,8 @@ def _iso(epoch: float | None) -> str | None:
 
 def _moves_the_incident(before: EngineState, after: EngineState) -> bool:
     """An incident starts, changes stage or ends, or the cut-back takes a step."""
-    return before.incident != after.incident or before.cutback_step != after.cutback_step
+    return (before.incident.stage != after.incident.stage
+            or before.incident.cutback_step != after.incident.cutback_step)
 
 
 class Actor:
@@ -102,7 +103,7 @@ class Actor:
             logger.warning("%s/%s: unreadable engine state in status (%s); starting afresh", owner.namespace, owner.name, exc)
             state = EngineState()
         pods = await read_pods(deps.api, owner)
-        runtime_a = state.runtime_precision_a or spec.a.precision
+        runtime_a = state.incident.runtime_precision_a or spec.a.precision
         obs = build_observations(
             observations.sample,
             PoolState(observation.a.desired, observation.a.ready, runtime_a, pods["a"].startup_seconds),
@@ -158,7 +159,7 @@ class Actor:
         ahead = StatusUpdate(ctx.status, (ctx.body.get("metadata") or {}).get("generation"))
         ahead.phase(decision.phase)
         ahead.engine_state(decision.state.to_status())
-        ahead.cutback(decision.state.cutback_step, _iso(decision.state.cutback_next_at))
+        ahead.cutback(decision.state.incident.cutback_step, _iso(decision.state.incident.cutback_next_at))
         await write_status(deps.api, owner.namespace, owner.name, ahead)
 
     async def _undo_write_ahead(self, ctx: Any, owner: Owner, deps: Any) -> None:
@@ -270,7 +271,7 @@ class Actor:
                         capacity_rps=round(float(decision.capacity_rps[pool]), 2))
         update.weights(Weights(decision.weights["a"], decision.weights["b"]))
         state = decision.state
-        update.cutback(state.cutback_step, _iso(state.cutback_next_at))
+        update.cutback(state.incident.cutback_step, _iso(state.incident.cutback_next_at))
         update.last_decision(decision.summary)
         update.engine_state(state.to_status())
         for ctype in ConditionType:
@@ -305,7 +306,7 @@ class Actor:
         t.record_pools(ns, name, decision.desired_replicas, {"a": observation.a.ready, "b": observation.b.ready}, decision.weights)
         t.record_observed(ns, name, readings.sample.latency_ms, readings.sample.rate_rps, spec.slo.target_latency_ms,
                           readings.sample.available)
-        t.record_cutback_step(ns, name, decision.state.cutback_step)
+        t.record_cutback_step(ns, name, decision.state.incident.cutback_step)
         memory = self.memory.get(owner.uid)
         if memory is not None and memory.recent_error_ms() is not None:
             t.record_forecast_error(ns, name, memory.recent_error_ms())
