@@ -101,13 +101,17 @@ def _forescale_summary(run, duration: float, incidents: list) -> dict:
     eps = episodes(run.windows_over)
     ttr = recovery_seconds(run.windows_over)
     peak_tick = int(rec.replicas[0].argmax())
+    per_s = rec.arrivals.sum(0)
+    starts = [t for t, phase in d.get("phase_changes", []) if phase == "Emergency"]
     return {
         **{k: d.get(k) for k in ("violation_seconds", "gpu_hours", "mttr_seconds", "episodes", "peak_replicas",
                                   "events", "phase_seconds", "forecast_models", "rejected")},
         "gpu_hours_a": float(rec.replicas[0].sum()) / 3600.0,
         "gpu_hours_b": float(rec.replicas[1].sum()) / 3600.0,
         "episode_spans": [[a * WINDOW_SECONDS, b * WINDOW_SECONDS, t, c] for (a, b), (t, c) in zip(eps, ttr)],
-        "emergency_starts": [t for t, phase in d.get("phase_changes", []) if phase == "Emergency"],
+        "emergency_starts": starts,
+        # the load in the minute before each: a burst read as a slowdown shows here
+        "rate_before_emergency": [float(per_s[max(0, int(t) - 60):int(t)].mean()) if t >= 1 else 0.0 for t in starts],
         "peak_a_at": peak_tick,
         "rate_at_peak_60s": float(rec.arrivals.sum(0)[max(0, peak_tick - 60):peak_tick + 1].mean()),
         "mean_rate": float(rec.arrivals.sum()) / max(duration, 1.0),
@@ -228,8 +232,10 @@ def explain(goal: str, case: dict, fs: dict, oracle: dict, points: list[PeerPoin
         best = _best_point(ok or points, lambda p: (p.gpu_hours, p.violation_seconds))
         return f"{split}; G(v) from {best}; oracle {oracle['gpu_hours']:.3f} GPU-h"
     if goal == "no-emergency":
-        starts = ", ".join(f"{t:.0f}" for t in fs["emergency_starts"][:6])
-        return f"Emergency phase entered at {starts or '(no phase change recorded)'} s with no incident injected; {split}"
+        starts = ", ".join(f"{t:.0f} s (prior minute {r:.2f} req/s)"
+                           for t, r in zip(fs["emergency_starts"][:6], fs["rate_before_emergency"]))
+        return (f"Emergency phase entered at {starts or '(no phase change recorded)'} with no incident injected, "
+                f"trace mean {fs['mean_rate']:.2f} req/s; {split}")
     if goal == "peak":
         return (f"A peaked at {fs['peak_replicas']['a']} pods at {fs['peak_a_at']} s, where the last 60 s averaged "
                 f"{fs['rate_at_peak_60s']:.2f} req/s (trace mean {fs['mean_rate']:.2f}); oracle peak {oracle['peak_replicas']['a']}; "
