@@ -63,6 +63,8 @@ UTILIZATIONS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 #: the peers' documented default, run in the same replay as Forescale and the oracle
 DEFAULT_U = 0.7
 QUICK_TRACES = ("azure-conv", "synth-bursty")
+#: the engine's phases from EmergencyStarted to CutbackCompleted
+INCIDENT_CYCLE = ("Emergency", "Recovering", "CuttingBack")
 
 GOAL_VIOLATION_SHARE = 0.25
 GOAL_GPU_SCALE10 = 1.0
@@ -102,7 +104,13 @@ def _forescale_summary(run, duration: float, incidents: list) -> dict:
     ttr = recovery_seconds(run.windows_over)
     peak_tick = int(rec.replicas[0].argmax())
     per_s = rec.arrivals.sum(0)
-    starts = [t for t, phase in d.get("phase_changes", []) if phase == "Emergency"]
+    changes = d.get("phase_changes", [])
+    # EmergencyStarted is an entry into Emergency from outside the incident cycle; an entry
+    # from Recovering or CuttingBack is the same incident going back (CutbackAborted)
+    starts = [t for i, (t, phase) in enumerate(changes)
+              if phase == "Emergency" and (i == 0 or changes[i - 1][1] not in INCIDENT_CYCLE)]
+    reentries = sum(1 for i, (_, phase) in enumerate(changes)
+                    if phase == "Emergency" and i > 0 and changes[i - 1][1] in INCIDENT_CYCLE)
     return {
         **{k: d.get(k) for k in ("violation_seconds", "gpu_hours", "mttr_seconds", "episodes", "peak_replicas",
                                   "events", "phase_seconds", "forecast_models", "rejected")},
@@ -110,6 +118,8 @@ def _forescale_summary(run, duration: float, incidents: list) -> dict:
         "gpu_hours_b": float(rec.replicas[1].sum()) / 3600.0,
         "episode_spans": [[a * WINDOW_SECONDS, b * WINDOW_SECONDS, t, c] for (a, b), (t, c) in zip(eps, ttr)],
         "emergency_starts": starts,
+        "emergency_reentries": reentries,
+        "incident_cycle_seconds": sum(v for k, v in (d.get("phase_seconds") or {}).items() if k in INCIDENT_CYCLE),
         # the load in the minute before each: a burst read as a slowdown shows here
         "rate_before_emergency": [float(per_s[max(0, int(t) - 60):int(t)].mean()) if t >= 1 else 0.0 for t in starts],
         "peak_a_at": peak_tick,
@@ -234,8 +244,9 @@ def explain(goal: str, case: dict, fs: dict, oracle: dict, points: list[PeerPoin
     if goal == "no-emergency":
         starts = ", ".join(f"{t:.0f} s (prior minute {r:.2f} req/s)"
                            for t, r in zip(fs["emergency_starts"][:6], fs["rate_before_emergency"]))
-        return (f"Emergency phase entered at {starts or '(no phase change recorded)'} with no incident injected, "
-                f"trace mean {fs['mean_rate']:.2f} req/s; {split}")
+        return (f"emergency started at {starts or '(no phase change recorded)'} with no incident injected, "
+                f"trace mean {fs['mean_rate']:.2f} req/s; back to Emergency from Recovering or CuttingBack {fs['emergency_reentries']} "
+                f"time(s), {fs['incident_cycle_seconds']:.0f} s in the incident's phases; {split}")
     if goal == "peak":
         return (f"A peaked at {fs['peak_replicas']['a']} pods at {fs['peak_a_at']} s, where the last 60 s averaged "
                 f"{fs['rate_at_peak_60s']:.2f} req/s (trace mean {fs['mean_rate']:.2f}); oracle peak {oracle['peak_replicas']['a']}; "
