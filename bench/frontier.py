@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import tempfile
@@ -234,12 +233,14 @@ def explain(goal: str, case: dict, fs: dict, oracle: dict, points: list[PeerPoin
     if goal == "violation":
         in_inc = sum(1 for a, *_ in spans if inc and inc["start"] <= a < inc["start"] + inc["seconds"])
         cheap = [p for p in points if p.gpu_hours <= fs["gpu_hours"]]
-        best = _best_point(cheap or points, lambda p: (p.violation_seconds, p.gpu_hours))
+        best = (_best_point(cheap, lambda p: (p.violation_seconds, p.gpu_hours)) if cheap else
+                "no peer point that cheap, so the cheapest: " + _best_point(points, lambda p: (p.gpu_hours, p.violation_seconds)))
         return (f"{len(spans)} episode(s): {where}; {in_inc} began inside the incident "
                 f"({inc['start']:.0f}-{inc['start'] + inc['seconds']:.0f} s); V(g) from {best}" if inc else where)
     if goal in ("gpu@10", "gpu@1"):
         ok = [p for p in points if p.violation_seconds <= fs["violation_seconds"]]
-        best = _best_point(ok or points, lambda p: (p.gpu_hours, p.violation_seconds))
+        best = (_best_point(ok, lambda p: (p.gpu_hours, p.violation_seconds)) if ok else
+                "no peer point that good, so the one with the fewest: " + _best_point(points, lambda p: (p.violation_seconds, p.gpu_hours)))
         return f"{split}; G(v) from {best}; oracle {oracle['gpu_hours']:.3f} GPU-h"
     if goal == "no-emergency":
         starts = ", ".join(f"{t:.0f} s (prior minute {r:.2f} req/s)"
@@ -431,7 +432,7 @@ def main(argv: list[str]) -> int:
         print(json.dumps({"traces": args.traces, "scales": args.scales, "seeds": args.seeds,
                           "utilizations": list(UTILIZATIONS), "configurations": [v.label for v in args.variants],
                           "cases": rows, "summary": summ, "wall_seconds": round(wall, 1)},
-                         default=lambda o: None if isinstance(o, float) and not math.isfinite(o) else str(o)))
+                         default=str))
         return 0
     print("=== peer curves ===")
     print_curves(rows)

@@ -33,3 +33,24 @@ def test_goals(incident: bool, scale: float, fs: dict, expected: dict) -> None:
     ev = evaluate(case, fs, {"peak_replicas": {"a": 4, "b": 0}}, POINTS)
     assert {goal: res["met"] for goal, res in ev["goals"].items()} == expected
     assert ev["emergencies"] == fs["events"].get("EmergencyStarted", 0)
+
+
+def _explained(goal: str, fs: dict, incident: bool) -> str:
+    from bench.frontier import explain
+
+    fs = {**fs, "episode_spans": [[100.0, 130.0, 30.0, False]], "gpu_hours_a": fs["gpu_hours"] - 1.0, "gpu_hours_b": 1.0}
+    case = {"incident": incident, "scale": 1, "duration_seconds": 3600.0,
+            "incidents": [{"kind": "slowdown", "start": 90.0, "seconds": 300.0}] if incident else []}
+    oracle = {"peak_replicas": {"a": 4, "b": 0}, "gpu_hours": 2.0}
+    return explain(goal, case, fs, oracle, POINTS, evaluate(case, fs, oracle, POINTS))
+
+
+@pytest.mark.parametrize("goal, fs, incident, words", [
+    ("violation", _fs(4.5, 50), True, "V(g) from hpa@U0.7 (4.000 GPU-h, 40 s)"),
+    ("violation", _fs(2.0, 50), True, "no peer point that cheap, so the cheapest: kpa@U0.9"),
+    ("violation", _fs(4.5, 50), True, "1 began inside the incident"),
+    ("gpu@1", _fs(8.0, 40), False, "G(v) from hpa@U0.7"),
+    ("gpu@1", _fs(8.0, 0), False, "G(v) from hpa@U0.4"),
+])
+def test_a_miss_names_the_peer_point_behind_it(goal: str, fs: dict, incident: bool, words: str) -> None:
+    assert words in _explained(goal, fs, incident)
