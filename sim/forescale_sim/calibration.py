@@ -19,9 +19,20 @@ import numpy as np
 
 from forescale_server.service_model import DecoderProfile, EncoderProfile, encoder_latency_ms
 
+from .errors import SimError
 from .llm_pod import LlmPod
 
 PEER_UTILIZATION = 0.70
+#: `--peer-utilization` above 1 sizes peers past the SLO's capacity; 1.5 is the
+#: most the frontier sweep has any use for (DESIGN.md §6 "Frontier")
+MAX_PEER_UTILIZATION = 1.5
+
+
+def check_peer_utilization(u: float) -> float:
+    """U itself, or SimError naming the flag: 0 < U <= 1.5 and finite."""
+    if not isinstance(u, (int, float)) or isinstance(u, bool) or not (0.0 < u <= MAX_PEER_UTILIZATION):
+        raise SimError(f"--peer-utilization must be a number in (0, {MAX_PEER_UTILIZATION:g}], got {u!r}")
+    return float(u)
 
 
 def encoder_capacity(profile: EncoderProfile, slo_ms: float, precision: str, quantile: float, slowdown: float = 1.0) -> float:

@@ -4,6 +4,7 @@
         [--policies forescale,hpa,keda,kpa,static,oracle] [--slo-ms N]
         [--startup-seconds N] [--incidents SPEC] [--seed N] [--json] [--plot OUT.png]
         [--max-replicas N] [--profile NAME] [--compress X] [--forecaster NAME] [--spec FILE]
+        [--peer-utilization U] [--load-scale X]
 
 With `--json` exactly one JSON object (DESIGN.md §6) goes to stdout and
 progress to stderr; otherwise a table is printed. Bad input gets one line
@@ -26,6 +27,16 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _number(flag: str, text: str) -> float:
+    """The option's text as a float; a non-number fails with one line naming the flag
+    (click's own error is a usage block, and it lets NaN and inf through)."""
+    try:
+        return float(text)
+    except ValueError:
+        _fail(f"{flag} must be a number, got {text!r}")
+        raise  # unreachable: _fail exits
+
+
 @app.command()
 def replay(
     trace: str = typer.Option(..., "--trace", help="trace file (a folder of chunk files for servegen)"),
@@ -42,9 +53,13 @@ def replay(
     compress: Optional[float] = typer.Option(None, "--compress", help="time compression of rate traces (servegen default 24)"),
     forecaster: str = typer.Option("lstm", "--forecaster", help="lstm (the packaged model) or a baseline: last, seasonal, ewm, linear"),
     spec: Optional[str] = typer.Option(None, "--spec", help="an InferenceDeployment (YAML/JSON) for the forescale policy; its slo comes from --slo-ms"),
+    peer_utilization: str = typer.Option("0.7", "--peer-utilization", help="every peer's per-pod target = U x the calibrated capacity at the SLO; 0 < U <= 1.5"),
+    load_scale: str = typer.Option("1", "--load-scale", help="X >= 1: a rate trace's rates x X; a request trace as X superposed copies (whole X), each shifted circularly by a seeded offset"),
 ) -> None:
     """Replay a trace once per policy and compare them side by side."""
+    from .calibration import check_peer_utilization
     from .errors import SimError
+    from .load_scale import check_load_scale
     from .policies.factory import parse_policies
     from .session import ReplayOptions, run_replay
     from .traces import FORMATS
@@ -52,6 +67,8 @@ def replay(
     if fmt not in FORMATS:
         _fail(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     try:
+        utilization = check_peer_utilization(_number("--peer-utilization", peer_utilization))
+        scale = check_load_scale(_number("--load-scale", load_scale))
         overrides = None
         if spec:
             from .spec_file import load_spec_overrides
@@ -59,7 +76,7 @@ def replay(
         opts = ReplayOptions(trace=trace, fmt=fmt, policies=parse_policies(policies), slo_ms=slo_ms,
                              startup_seconds=startup_seconds, incidents=incidents, seed=seed, profile=profile,
                              max_replicas=max_replicas, compress=compress, forecaster=forecaster,
-                             spec_overrides=overrides)
+                             spec_overrides=overrides, peer_utilization=utilization, load_scale=scale)
         result = run_replay(opts)
         if plot:
             from .plot import plot_replay

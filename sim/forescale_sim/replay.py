@@ -76,7 +76,6 @@ class PolicyRun:
             "scaling_actions": self.scaling_actions,
             "weight_changes": self.weight_changes,
             "peak_replicas": dict(self.peak_replicas),
-            "peak_replicas": dict(self.peak_replicas),
             "target_per_pod": round(self.target_per_pod, 4),
             "requests_over_slo": self.slo.requests_over_slo,
             "censored_episodes": self.slo.censored_episodes,

@@ -16,9 +16,10 @@ import numpy as np
 from forescale_server.service_model import A100_OPT13B, T4_BERT_BASE, DecoderProfile, get_profile
 
 from .bounds import reserve_floor_gpu_hours
-from .calibration import Calibration
+from .calibration import PEER_UTILIZATION, Calibration, check_peer_utilization
 from .errors import SimError
 from .incidents import Incident, default_incidents, parse_incidents
+from .load_scale import check_load_scale, scale_load
 from .policies.factory import PolicyContext, make_policy
 from .replay import ClusterConfig, PolicyRun, run_policy
 from .trace_types import RateTrace, RequestTrace
@@ -49,6 +50,10 @@ class ReplayOptions:
     compress: float | None = None
     forecaster: str = "lstm"  # lstm (the packaged default) or a baseline name
     spec_overrides: dict | None = None
+    #: every peer's per-pod target is this share of the calibrated capacity (DESIGN.md §6 "Frontier")
+    peer_utilization: float = PEER_UTILIZATION
+    #: the load multiplied by this (load_scale.py)
+    load_scale: float = 1.0
     progress: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)
 
 
@@ -75,6 +80,8 @@ class ReplayResult:
             "startup_seconds": self.options.startup_seconds,
             "incidents": [i.to_dict() for i in self.incidents],
             "seed": self.options.seed,
+            "peer_utilization": self.options.peer_utilization,
+            "load_scale": self.options.load_scale,
             "calibration": self.calibration,
             "forecaster": self.forecaster,
             "notes": list(self.trace.notes),
@@ -124,9 +131,12 @@ def run_replay(opts: ReplayOptions) -> ReplayResult:
         raise SimError(f"--slo-ms must be > 0, got {opts.slo_ms}")
     if opts.max_replicas < 1:
         raise SimError(f"--max-replicas must be >= 1, got {opts.max_replicas}")
+    check_peer_utilization(opts.peer_utilization)
+    check_load_scale(opts.load_scale)
     incidents = parse_incidents(opts.incidents) if opts.incidents is not None else None
     opts.progress(f"reading {opts.trace} ({opts.fmt})")
-    trace = load_trace(opts.trace, opts.fmt, seed=opts.seed, compress=opts.compress)
+    read = load_trace(opts.trace, opts.fmt, seed=opts.seed, compress=opts.compress)
+    trace = scale_load(read, opts.load_scale, opts.seed)
     duration = trace.duration_seconds
     if duration < 1.0:
         raise SimError(f"{opts.trace}: the trace spans {duration:g} s; a replay needs arrivals over at least one second")
@@ -145,8 +155,11 @@ def run_replay(opts: ReplayOptions) -> ReplayResult:
     if (trace.kind == "llm") != isinstance(profile, DecoderProfile):
         raise SimError(f"profile {profile.name} cannot serve a {trace.kind} trace; token traces need a decoder profile, rate traces an encoder one")
     slo_ms = opts.slo_ms or DEFAULT_SLO_MS[trace.kind]
+    # Calibrated on the trace as read: the copies have the same token mix, and the
+    # per-pod capacity must not change with the load scale.
     cal = Calibration(profile, slo_ms, opts.quantile,
-                      getattr(trace, "input_tokens", None), getattr(trace, "output_tokens", None))
+                      getattr(read, "input_tokens", None), getattr(read, "output_tokens", None),
+                      utilization=opts.peer_utilization)
     cap16, cap8 = cal.capacity("fp16"), cal.capacity("int8")
     if cap16 <= 0:
         raise SimError(f"profile {profile.name} cannot meet a {slo_ms:g} ms SLO even with one request per pod")

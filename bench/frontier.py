@@ -1,0 +1,448 @@
+"""Forescale against each peer's whole cost-violation curve (issue 12, DESIGN.md §6 "Frontier").
+
+For every trace, load scale and seed, with the default incident and with
+`--incidents none`: Forescale runs once at its defaults, the HPA, KEDA and
+Knative's KPA run at every peer utilisation U in 0.4..0.9 (each a point of
+GPU-hours and violation seconds), and the oracle runs once. Then, per case:
+
+| goal | when |
+|---|---|
+| violation s <= 0.25 x V(Forescale's GPU-hours) | with the incident |
+| GPU-hours <= 1.0 x G(Forescale's violation s) | no incident, load scale 10 |
+| GPU-hours <= G(v) + one B pod for the trace's duration | no incident, load scale 1 |
+| EmergencyStarted == 0 | no incident |
+| peak A replicas <= 1.5 x the oracle's | always |
+| mean time to recover < 60 s | with the incident |
+
+Every number is printed, met or not, and each miss is explained from the
+replay (where the episodes were, the GPU split between A and B, the
+emergencies). A missed goal is a finding: the benchmark exits 0 once it ran.
+
+Traces: the dev traces (Azure conv, Mooncake, ServeGen m-mid and m-small)
+from $FORESCALE_TRACES, plus traffic of our own making
+(sim/forescale_sim/synthetic.py: bursty, ramp, drift, spikes; one trace per
+seed, written as Azure CSV). Replays run in `--jobs` processes (default 2).
+
+    .venv/bin/python -m bench.frontier [--quick] [--seeds 0,1,2] [--traces azure-conv,synth-bursty]
+        [--scales 1,10] [--synthetic-scaled] [--forecaster lstm[,ewm,last]] [--reserve 0,20] [--jobs 2] [--json]
+
+`--quick`: seed 0, load scale 1, Azure conv and the bursty synthetic trace.
+`--forecaster` and `--reserve` take comma lists: each combination is one
+Forescale configuration placed against the same peer curve; `--reserve`
+sets the spec's `warmReservePercent` (default: the spec's own, 20).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+
+from forescale_sim.frontier import PeerPoint, peer_cost_at_violations, peer_violations_at_cost
+
+REPO = Path(__file__).resolve().parent.parent
+TRACES = Path(os.environ.get("FORESCALE_TRACES", REPO.parent / "shared" / "traces"))
+DEV_TRACES = {
+    "azure-conv": ("azure-llm-2023/AzureLLMInferenceTrace_conv.csv", "azure"),
+    "mooncake": ("mooncake/conversation_trace.jsonl", "mooncake"),
+    "servegen-m-mid": ("servegen/m-mid", "servegen"),
+    "servegen-m-small": ("servegen/m-small", "servegen"),
+}
+SYNTHETIC = ("bursty", "ramp", "drift", "spikes")
+ALL_TRACES = (*DEV_TRACES, *(f"synth-{f}" for f in SYNTHETIC))
+PEERS = ("hpa", "keda", "kpa")
+UTILIZATIONS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+#: the peers' documented default, run in the same replay as Forescale and the oracle
+DEFAULT_U = 0.7
+QUICK_TRACES = ("azure-conv", "synth-bursty")
+#: the engine's phases from EmergencyStarted to CutbackCompleted
+INCIDENT_CYCLE = ("Emergency", "Recovering", "CuttingBack")
+
+GOAL_VIOLATION_SHARE = 0.25
+GOAL_GPU_SCALE10 = 1.0
+GOAL_PEAK_RATIO = 1.5
+GOAL_MTTR_SECONDS = 60.0
+GOALS = {
+    "violation": "with incident: violation s <= 0.25 x V(GPU-h)",
+    "gpu@10": "no incident, scale 10: GPU-h <= 1.0 x G(violation s)",
+    "gpu@1": "no incident, scale 1: GPU-h <= G(v) + one B pod",
+    "no-emergency": "no incident: EmergencyStarted == 0",
+    "peak": "peak A <= 1.5 x oracle's",
+    "mttr": "with incident: MTTR < 60 s",
+}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One Forescale configuration: the forecaster and the warm reserve (None: the spec's default)."""
+
+    forecaster: str
+    reserve: int | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.forecaster}/reserve {'default' if self.reserve is None else self.reserve}"
+
+
+# ---------------------------------------------------------------- the replays (in worker processes)
+
+def _forescale_summary(run, duration: float, incidents: list) -> dict:
+    """What the goals and their explanations need from Forescale's run, as plain data."""
+    from forescale_sim.metrics import WINDOW_SECONDS, episodes, recovery_seconds
+
+    d = run.to_dict()
+    rec = run.recorder
+    eps = episodes(run.windows_over)
+    ttr = recovery_seconds(run.windows_over)
+    peak_tick = int(rec.replicas[0].argmax())
+    per_s = rec.arrivals.sum(0)
+    changes = d.get("phase_changes", [])
+    # EmergencyStarted is an entry into Emergency from outside the incident cycle; an entry
+    # from Recovering or CuttingBack is the same incident going back (CutbackAborted)
+    starts = [t for i, (t, phase) in enumerate(changes)
+              if phase == "Emergency" and (i == 0 or changes[i - 1][1] not in INCIDENT_CYCLE)]
+    reentries = sum(1 for i, (_, phase) in enumerate(changes)
+                    if phase == "Emergency" and i > 0 and changes[i - 1][1] in INCIDENT_CYCLE)
+    return {
+        **{k: d.get(k) for k in ("violation_seconds", "gpu_hours", "mttr_seconds", "episodes", "peak_replicas",
+                                  "events", "phase_seconds", "forecast_models", "rejected")},
+        "gpu_hours_a": float(rec.replicas[0].sum()) / 3600.0,
+        "gpu_hours_b": float(rec.replicas[1].sum()) / 3600.0,
+        "episode_spans": [[a * WINDOW_SECONDS, b * WINDOW_SECONDS, t, c] for (a, b), (t, c) in zip(eps, ttr)],
+        "emergency_starts": starts,
+        "emergency_reentries": reentries,
+        "incident_cycle_seconds": sum(v for k, v in (d.get("phase_seconds") or {}).items() if k in INCIDENT_CYCLE),
+        # the load in the minute before each: a burst read as a slowdown shows here
+        "rate_before_emergency": [float(per_s[max(0, int(t) - 60):int(t)].mean()) if t >= 1 else 0.0 for t in starts],
+        "peak_a_at": peak_tick,
+        "rate_at_peak_60s": float(rec.arrivals.sum(0)[max(0, peak_tick - 60):peak_tick + 1].mean()),
+        "mean_rate": float(rec.arrivals.sum()) / max(duration, 1.0),
+    }
+
+
+def run_job(job: dict) -> dict:
+    """One `run_replay`; returns plain data (the recorders stay in the worker)."""
+    from forescale_sim.session import ReplayOptions, run_replay
+
+    overrides = None if job["reserve"] is None else {"warmReservePercent": job["reserve"]}
+    started = time.monotonic()
+    result = run_replay(ReplayOptions(
+        job["path"], job["fmt"], policies=job["policies"], seed=job["seed"],
+        incidents=None if job["incident"] else "none", forecaster=job["forecaster"], spec_overrides=overrides,
+        peer_utilization=job["u"], load_scale=job["scale"], progress=lambda _msg: None))
+    out = {"job": job, "duration_seconds": result.duration_seconds, "seconds": time.monotonic() - started,
+           "incidents": [i.to_dict() for i in result.incidents], "forecaster_label": result.forecaster,
+           "policies": {}}
+    for name, run in result.runs.items():
+        if name == "forescale":
+            out["policies"][name] = _forescale_summary(run, result.duration_seconds, result.incidents)
+        else:
+            out["policies"][name] = {"violation_seconds": run.slo.violation_seconds, "gpu_hours": run.gpu_hours,
+                                     "mttr_seconds": run.slo.mttr_seconds, "peak_replicas": dict(run.peak_replicas)}
+    return out
+
+
+# ---------------------------------------------------------------- the matrix
+
+def _synthetic_paths(labels: list[str], seeds: list[int], folder: Path) -> dict[tuple[str, int], str]:
+    from forescale_sim.synthetic import Shape, write_azure_csv
+
+    paths = {}
+    for label in labels:
+        if label.startswith("synth-"):
+            for seed in seeds:
+                paths[(label, seed)] = str(write_azure_csv(Shape(label.removeprefix("synth-"), seed=seed),
+                                                           folder / f"{label}-seed{seed}.csv"))
+    return paths
+
+
+def plan_jobs(labels: list[str], scales: list[float], seeds: list[int], variants: list[Variant],
+              synthetic: dict[tuple[str, int], str], synthetic_scaled: bool = False) -> list[dict]:
+    """Per case (trace, scale, seed, incident): Forescale (first variant), the oracle and the peers at
+    the default U in one replay; the peers at every other U; each further variant alone.
+
+    Synthetic traces run at load scale 1 only unless `synthetic_scaled`: at 10x, ramp and drift
+    (40 req/s peaks) need more than maxReplicas 100 pods, so the case would measure the cap, and
+    ramp's x10 replay of HPA and oracle alone took 262 s here."""
+    jobs = []
+    for label, scale, seed, incident in product(labels, scales, seeds, (True, False)):
+        if label not in DEV_TRACES and scale != 1 and not synthetic_scaled:
+            continue
+        if label in DEV_TRACES:
+            rel, fmt = DEV_TRACES[label]
+            path = str(TRACES / rel)
+        else:
+            path, fmt = synthetic[(label, seed)], "azure"
+        base = {"label": label, "path": path, "fmt": fmt, "scale": scale, "seed": seed, "incident": incident}
+        first = variants[0]
+        jobs.append({**base, "u": DEFAULT_U, "policies": ["forescale", "oracle", *PEERS],
+                     "forecaster": first.forecaster, "reserve": first.reserve})
+        for u in UTILIZATIONS:
+            if u != DEFAULT_U:
+                jobs.append({**base, "u": u, "policies": list(PEERS), "forecaster": first.forecaster, "reserve": None})
+        for v in variants[1:]:
+            jobs.append({**base, "u": DEFAULT_U, "policies": ["forescale"], "forecaster": v.forecaster, "reserve": v.reserve})
+    # heaviest first, so two workers finish together
+    return sorted(jobs, key=lambda j: (-j["scale"], -len(j["policies"])))
+
+
+# ---------------------------------------------------------------- goals and explanations
+
+def evaluate(case: dict, fs: dict, oracle: dict, points: list[PeerPoint]) -> dict:
+    """The goals that apply to one case and one Forescale configuration, with every number."""
+    g, v = fs["gpu_hours"], fs["violation_seconds"]
+    V, G = peer_violations_at_cost(points, g), peer_cost_at_violations(points, v)
+    b_pod_hours = case["duration_seconds"] / 3600.0
+    peak_a, oracle_a = fs["peak_replicas"]["a"], oracle["peak_replicas"]["a"]
+    emergencies = int(fs["events"].get("EmergencyStarted", 0))
+    goals = {}
+    if case["incident"]:
+        goals["violation"] = (v <= GOAL_VIOLATION_SHARE * V, f"{v:.0f} <= {GOAL_VIOLATION_SHARE} x {V:.0f} = {GOAL_VIOLATION_SHARE * V:.1f}")
+        goals["mttr"] = (fs["mttr_seconds"] < GOAL_MTTR_SECONDS, f"{fs['mttr_seconds']:.0f} < {GOAL_MTTR_SECONDS:.0f}")
+    else:
+        if case["scale"] >= 10:
+            goals["gpu@10"] = (g <= GOAL_GPU_SCALE10 * G, f"{g:.3f} <= {GOAL_GPU_SCALE10} x {G:.3f}")
+        elif case["scale"] == 1:
+            goals["gpu@1"] = (g <= G + b_pod_hours, f"{g:.3f} <= {G:.3f} + {b_pod_hours:.3f}")
+        goals["no-emergency"] = (emergencies == 0, f"{emergencies} == 0")
+    goals["peak"] = (peak_a <= GOAL_PEAK_RATIO * oracle_a, f"{peak_a} <= {GOAL_PEAK_RATIO} x {oracle_a} = {GOAL_PEAK_RATIO * oracle_a:g}")
+    return {"V": V, "G": G, "emergencies": emergencies, "peak_a": peak_a, "oracle_peak_a": oracle_a,
+            "goals": {k: {"met": bool(met), "check": check} for k, (met, check) in goals.items()}}
+
+
+def _best_point(points: list[PeerPoint], key) -> str:
+    p = min(points, key=key)
+    return f"{p.policy}@U{p.utilization:g} ({p.gpu_hours:.3f} GPU-h, {p.violation_seconds:.0f} s)"
+
+
+def explain(goal: str, case: dict, fs: dict, oracle: dict, points: list[PeerPoint], ev: dict) -> str:
+    """One line: why `goal` was missed, from the replay's own record."""
+    inc = case["incidents"][0] if case["incidents"] else None
+    spans = fs["episode_spans"]
+    where = ", ".join(f"{a:.0f}-{b:.0f} s (recovered in {t:.0f} s{', censored' if c else ''})" for a, b, t, c in spans[:4])
+    where += f" and {len(spans) - 4} more" if len(spans) > 4 else ""
+    split = (f"GPU-h A {fs['gpu_hours_a']:.3f} / B {fs['gpu_hours_b']:.3f}, peak A {fs['peak_replicas']['a']} B "
+             f"{fs['peak_replicas']['b']}, {ev['emergencies']} emergencies, {fs['violation_seconds']:.0f} violation s")
+    if goal == "violation":
+        in_inc = sum(1 for a, *_ in spans if inc and inc["start"] <= a < inc["start"] + inc["seconds"])
+        cheap = [p for p in points if p.gpu_hours <= fs["gpu_hours"]]
+        best = (_best_point(cheap, lambda p: (p.violation_seconds, p.gpu_hours)) if cheap else
+                "no peer point that cheap, so the cheapest: " + _best_point(points, lambda p: (p.gpu_hours, p.violation_seconds)))
+        return (f"{len(spans)} episode(s): {where}; {in_inc} began inside the incident "
+                f"({inc['start']:.0f}-{inc['start'] + inc['seconds']:.0f} s); V(g) from {best}" if inc else where)
+    if goal in ("gpu@10", "gpu@1"):
+        ok = [p for p in points if p.violation_seconds <= fs["violation_seconds"]]
+        best = (_best_point(ok, lambda p: (p.gpu_hours, p.violation_seconds)) if ok else
+                "no peer point that good, so the one with the fewest: " + _best_point(points, lambda p: (p.violation_seconds, p.gpu_hours)))
+        return f"{split}; G(v) from {best}; oracle {oracle['gpu_hours']:.3f} GPU-h"
+    if goal == "no-emergency":
+        starts = ", ".join(f"{t:.0f} s (prior minute {r:.2f} req/s)"
+                           for t, r in zip(fs["emergency_starts"][:6], fs["rate_before_emergency"]))
+        return (f"emergency started at {starts or '(no phase change recorded)'} with no incident injected, "
+                f"trace mean {fs['mean_rate']:.2f} req/s; back to Emergency from Recovering or CuttingBack {fs['emergency_reentries']} "
+                f"time(s), {fs['incident_cycle_seconds']:.0f} s in the incident's phases; {split}")
+    if goal == "peak":
+        return (f"A peaked at {fs['peak_replicas']['a']} pods at {fs['peak_a_at']} s, where the last 60 s averaged "
+                f"{fs['rate_at_peak_60s']:.2f} req/s (trace mean {fs['mean_rate']:.2f}); oracle peak {oracle['peak_replicas']['a']}; "
+                f"{ev['emergencies']} emergencies")
+    if goal == "mttr":
+        return f"recovery times: {where}"
+    return ""
+
+
+def assemble(results: list[dict], variants: list[Variant]) -> list[dict]:
+    """Group the replays by case; one row per case and Forescale configuration."""
+    cases: dict[tuple, dict] = {}
+    for r in results:
+        j = r["job"]
+        key = (j["label"], j["scale"], j["seed"], j["incident"])
+        case = cases.setdefault(key, {"trace": j["label"], "scale": j["scale"], "seed": j["seed"], "incident": j["incident"],
+                                      "duration_seconds": r["duration_seconds"], "incidents": r["incidents"],
+                                      "points": [], "forescale": {}, "oracle": None, "replay_seconds": 0.0})
+        case["replay_seconds"] += r["seconds"]
+        for name, row in r["policies"].items():
+            if name in PEERS:
+                case["points"].append(PeerPoint(name, j["u"], row["gpu_hours"], row["violation_seconds"]))
+            elif name == "oracle":
+                case["oracle"] = row
+            elif name == "forescale":
+                case["forescale"][Variant(j["forecaster"], j["reserve"]).label] = {**row, "forecaster": r["forecaster_label"]}
+    rows = []
+    for key in sorted(cases, key=lambda k: (ALL_TRACES.index(k[0]), k[1], k[2], not k[3])):
+        case = cases[key]
+        for variant in variants:
+            fs = case["forescale"][variant.label]
+            ev = evaluate(case, fs, case["oracle"], case["points"])
+            misses = {g: explain(g, case, fs, case["oracle"], case["points"], ev)
+                      for g, res in ev["goals"].items() if not res["met"]}
+            rows.append({**{k: case[k] for k in ("trace", "scale", "seed", "incident", "duration_seconds", "incidents",
+                                                 "replay_seconds")},
+                         "variant": variant.label, "forescale": fs, "oracle": case["oracle"],
+                         "peer_points": [p.__dict__ for p in sorted(case["points"], key=lambda p: (p.policy, p.utilization))],
+                         **ev, "misses": misses})
+    return rows
+
+
+# ---------------------------------------------------------------- printing
+
+def _fmt_case(row: dict) -> str:
+    return f"{row['trace']} x{row['scale']:g} seed {row['seed']} {'incident' if row['incident'] else 'no incident'}"
+
+
+def print_rows(rows: list[dict]) -> None:
+    print(f"{'case':44s} {'config':22s} {'GPU-h':>7s} {'viol s':>6s} {'MTTR':>5s} {'V(g)':>6s} {'v/V':>5s} "
+          f"{'G(v)':>7s} {'g/G':>5s} {'peakA':>5s} {'orcA':>4s} {'emerg':>5s}  goals")
+    for row in rows:
+        fs = row["forescale"]
+        v, g = fs["violation_seconds"], fs["gpu_hours"]
+        v_ratio = f"{v / row['V']:.2f}" if row["V"] else ("0" if v == 0 else "inf")
+        goals = "  ".join(f"{k}:{'met' if r['met'] else 'MISSED'}" for k, r in row["goals"].items())
+        print(f"{_fmt_case(row):44s} {row['variant']:22s} {g:7.3f} {v:6.0f} {fs['mttr_seconds']:5.0f} {row['V']:6.0f} {v_ratio:>5s} "
+              f"{row['G']:7.3f} {g / row['G']:5.2f} {row['peak_a']:5d} {row['oracle_peak_a']:4d} {row['emergencies']:5d}  {goals}")
+        for goal, res in row["goals"].items():
+            if not res["met"]:
+                print(f"    miss {goal} ({res['check']}): {row['misses'][goal]}")
+
+
+def print_curves(rows: list[dict]) -> None:
+    """Each case's peer points, once per case."""
+    seen = set()
+    for row in rows:
+        key = _fmt_case(row)
+        if key in seen:
+            continue
+        seen.add(key)
+        pts = row["peer_points"]
+        o = row["oracle"]
+        cells = "  ".join(f"{p['policy']}@{p['utilization']:g} {p['gpu_hours']:.2f}/{p['violation_seconds']:.0f}" for p in pts)
+        print(f"{key}: oracle {o['gpu_hours']:.2f}/{o['violation_seconds']:.0f} peak A {o['peak_replicas']['a']}; "
+              f"peers (GPU-h/violation s): {cells}")
+
+
+def summary(rows: list[dict]) -> dict:
+    out = {}
+    for goal in GOALS:
+        for variant in dict.fromkeys(r["variant"] for r in rows):
+            checked = [r for r in rows if r["variant"] == variant and goal in r["goals"]]
+            if checked:
+                out.setdefault(variant, {})[goal] = {"met": sum(r["goals"][goal]["met"] for r in checked), "of": len(checked)}
+    return out
+
+
+def print_summary(summ: dict) -> None:
+    print("\n=== goals met, per goal ===")
+    for variant, goals in summ.items():
+        print(f"forescale {variant}:")
+        for goal, res in goals.items():
+            print(f"  {GOALS[goal]:58s} {res['met']:3d} / {res['of']:3d}")
+
+
+def print_reserve(rows: list[dict], variants: list[Variant]) -> None:
+    """Recovery time against GPU-hours, per reserve, side by side (same forecaster)."""
+    reserves = list(dict.fromkeys(v.reserve for v in variants))
+    if len(reserves) < 2:
+        return
+    print("\n=== warm reserve: recovery time vs GPU-hours ===")
+    by_case: dict[tuple, dict] = {}
+    for row in rows:
+        by_case.setdefault((_fmt_case(row), row["variant"].split("/")[0]), {})[row["variant"]] = row
+    for (case, forecaster), group in by_case.items():
+        cells = "  |  ".join(f"{label.split('/')[1]}: MTTR {r['forescale']['mttr_seconds']:.0f} s, viol {r['forescale']['violation_seconds']:.0f} s, "
+                             f"GPU-h {r['forescale']['gpu_hours']:.3f} (B {r['forescale']['gpu_hours_b']:.3f})"
+                             for label, r in group.items())
+        print(f"{case:44s} {forecaster:5s} {cells}")
+
+
+# ---------------------------------------------------------------- main
+
+def _csv(text: str, cast, flag: str) -> list:
+    try:
+        values = [cast(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SystemExit(f"bench.frontier: {flag}: not a comma list of numbers: {text!r}") from None
+    if not values:
+        raise SystemExit(f"bench.frontier: {flag}: empty")
+    return values
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="seed 0, load scale 1, Azure conv and synth-bursty")
+    p.add_argument("--seeds", default=None, help="comma list (default 0,1,2)")
+    p.add_argument("--traces", default=None, help=f"comma list of {', '.join(ALL_TRACES)}")
+    p.add_argument("--scales", default=None, help="comma list of load scales (default 1,10)")
+    p.add_argument("--forecaster", default="lstm", help="comma list: lstm, last, ewm, ...")
+    p.add_argument("--reserve", default=None, help="comma list of warmReservePercent values, e.g. 0,20")
+    p.add_argument("--synthetic-scaled", action="store_true", help="also run the synthetic traces at scales other than 1")
+    p.add_argument("--jobs", type=int, default=2, help="replays run at once (processes)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    args = p.parse_args(argv)
+    args.seeds = _csv(args.seeds, int, "--seeds") if args.seeds else ([0] if args.quick else [0, 1, 2])
+    args.scales = _csv(args.scales, float, "--scales") if args.scales else ([1.0] if args.quick else [1.0, 10.0])
+    args.traces = [t.strip() for t in args.traces.split(",") if t.strip()] if args.traces else list(QUICK_TRACES if args.quick else ALL_TRACES)
+    unknown = [t for t in args.traces if t not in ALL_TRACES]
+    if unknown:
+        raise SystemExit(f"bench.frontier: --traces: unknown {', '.join(unknown)}; choose from {', '.join(ALL_TRACES)}")
+    reserves = _csv(args.reserve, int, "--reserve") if args.reserve else [None]
+    forecasters = [f.strip() for f in args.forecaster.split(",") if f.strip()]
+    args.variants = [Variant(f, r) for f, r in product(forecasters, reserves)]
+    if args.jobs < 1:
+        raise SystemExit("bench.frontier: --jobs must be >= 1")
+    return args
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    if any(t in DEV_TRACES for t in args.traces) and not TRACES.is_dir():
+        print(f"real traces not found at {TRACES}; set FORESCALE_TRACES", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="frontier-") as tmp:
+        synthetic = _synthetic_paths(args.traces, args.seeds, Path(tmp))
+        jobs = plan_jobs(args.traces, args.scales, args.seeds, args.variants, synthetic, args.synthetic_scaled)
+        print(f"{len(jobs)} replays in {args.jobs} processes: traces {', '.join(args.traces)}; scales "
+              f"{', '.join(f'{s:g}' for s in args.scales)}; seeds {args.seeds}; configurations "
+              f"{', '.join(v.label for v in args.variants)}", file=sys.stderr, flush=True)
+        results = []
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            futures = {pool.submit(run_job, job): job for job in jobs}
+            for done, fut in enumerate(as_completed(futures), 1):
+                job = futures[fut]
+                try:
+                    results.append(fut.result())
+                except Exception as exc:  # a bad trace or spec: say which replay, then stop
+                    print(f"replay failed: {job['label']} x{job['scale']:g} seed {job['seed']} U {job['u']}: {exc}", file=sys.stderr)
+                    for f in futures:
+                        f.cancel()
+                    return 2
+                print(f"  [{done}/{len(jobs)}] {job['label']} x{job['scale']:g} seed {job['seed']} "
+                      f"{'incident' if job['incident'] else 'none'} U {job['u']:g} {','.join(job['policies'])}: "
+                      f"{results[-1]['seconds']:.0f} s", file=sys.stderr, flush=True)
+    rows = assemble(results, args.variants)
+    summ = summary(rows)
+    wall = time.monotonic() - started
+    if args.json:
+        print(json.dumps({"traces": args.traces, "scales": args.scales, "seeds": args.seeds,
+                          "utilizations": list(UTILIZATIONS), "configurations": [v.label for v in args.variants],
+                          "cases": rows, "summary": summ, "wall_seconds": round(wall, 1)},
+                         default=str))
+        return 0
+    print("=== peer curves ===")
+    print_curves(rows)
+    print("\n=== Forescale against the peer curve, per case ===")
+    print_rows(rows)
+    print_summary(summ)
+    print_reserve(rows, args.variants)
+    print(f"\n{len(jobs)} replays, wall time {wall:.0f} s in {args.jobs} processes (shared 2-core machine: noisy)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

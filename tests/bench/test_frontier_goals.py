@@ -1,0 +1,56 @@
+"""The goals bench/frontier.py checks per case: which apply, and met or missed, on hand-made numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.frontier import evaluate
+from forescale_sim.frontier import PeerPoint
+
+POINTS = [PeerPoint("hpa", 0.4, 6.0, 0.0), PeerPoint("hpa", 0.7, 4.0, 40.0), PeerPoint("kpa", 0.9, 3.0, 200.0)]
+
+
+def _fs(gpu: float, viol: float, mttr: float = 0.0, peak_a: int = 4, emergencies: int = 0) -> dict:
+    return {"gpu_hours": gpu, "violation_seconds": viol, "mttr_seconds": mttr, "peak_replicas": {"a": peak_a, "b": 1},
+            "events": {"EmergencyStarted": emergencies} if emergencies else {}}
+
+
+@pytest.mark.parametrize("incident, scale, fs, expected", [
+    # with the incident: V(4.0) = 40, so 10 s is met and 11 s missed; MTTR under 60 s
+    (True, 1, _fs(4.0, 10, mttr=30), {"violation": True, "mttr": True, "peak": True}),
+    (True, 1, _fs(4.0, 11, mttr=60), {"violation": False, "mttr": False, "peak": True}),
+    (True, 10, _fs(3.5, 50, peak_a=7), {"violation": True, "mttr": True, "peak": False}),  # V(3.5) = 200; 7 > 1.5 x 4
+    # no incident, scale 10: G(40) = 4.0, no allowance
+    (False, 10, _fs(4.0, 40), {"gpu@10": True, "no-emergency": True, "peak": True}),
+    (False, 10, _fs(4.01, 40), {"gpu@10": False, "no-emergency": True, "peak": True}),
+    # no incident, scale 1: G(0) = 6.0, plus one B pod for the hour (1.0 GPU-h)
+    (False, 1, _fs(7.0, 0), {"gpu@1": True, "no-emergency": True, "peak": True}),
+    (False, 1, _fs(7.01, 0, emergencies=2), {"gpu@1": False, "no-emergency": False, "peak": True}),
+    (False, 1, _fs(3.0, 0, peak_a=6), {"gpu@1": True, "no-emergency": True, "peak": True}),  # 6 <= 1.5 x 4
+])
+def test_goals(incident: bool, scale: float, fs: dict, expected: dict) -> None:
+    case = {"incident": incident, "scale": scale, "duration_seconds": 3600.0}
+    ev = evaluate(case, fs, {"peak_replicas": {"a": 4, "b": 0}}, POINTS)
+    assert {goal: res["met"] for goal, res in ev["goals"].items()} == expected
+    assert ev["emergencies"] == fs["events"].get("EmergencyStarted", 0)
+
+
+def _explained(goal: str, fs: dict, incident: bool) -> str:
+    from bench.frontier import explain
+
+    fs = {**fs, "episode_spans": [[100.0, 130.0, 30.0, False]], "gpu_hours_a": fs["gpu_hours"] - 1.0, "gpu_hours_b": 1.0}
+    case = {"incident": incident, "scale": 1, "duration_seconds": 3600.0,
+            "incidents": [{"kind": "slowdown", "start": 90.0, "seconds": 300.0}] if incident else []}
+    oracle = {"peak_replicas": {"a": 4, "b": 0}, "gpu_hours": 2.0}
+    return explain(goal, case, fs, oracle, POINTS, evaluate(case, fs, oracle, POINTS))
+
+
+@pytest.mark.parametrize("goal, fs, incident, words", [
+    ("violation", _fs(4.5, 50), True, "V(g) from hpa@U0.7 (4.000 GPU-h, 40 s)"),
+    ("violation", _fs(2.0, 50), True, "no peer point that cheap, so the cheapest: kpa@U0.9"),
+    ("violation", _fs(4.5, 50), True, "1 began inside the incident"),
+    ("gpu@1", _fs(8.0, 40), False, "G(v) from hpa@U0.7"),
+    ("gpu@1", _fs(8.0, 0), False, "G(v) from hpa@U0.4"),
+])
+def test_a_miss_names_the_peer_point_behind_it(goal: str, fs: dict, incident: bool, words: str) -> None:
+    assert words in _explained(goal, fs, incident)
