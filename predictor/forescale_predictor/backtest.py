@@ -181,7 +181,7 @@ def run_backtest(
                                               seed=(seed[:, [0, len(QUANTILES) // 2, -1], -1], seed_truth))
         metrics_ = score(values, train_vals, at, truth, calibrated, step_seconds)
         metrics_["band_coverage"] = {"nominal": coverage, "achieved": _mean(hits),
-                                     "uncalibrated": metrics_.pop("band_coverage")}
+                                     "uncalibrated": _inside(test, truth[:, -1])}
         if model == "lstm":
             metrics_["forecast_by"] = forecast_by
         results[model] = ModelResult(model, calibrated, metrics_)
@@ -198,9 +198,7 @@ def _auto(results, values, train_vals, at, truth, horizon, step_seconds, coverag
     chosen = select_backtest(errors, at, horizon)
     pred = np.where(chosen[:, None, None] == 0, lstm, base)
     metrics_ = score(values, train_vals, at, truth, pred, step_seconds)
-    known = np.isfinite(truth[:, -1])
-    inside = (pred[known, 0, -1] <= truth[known, -1]) & (truth[known, -1] <= pred[known, -1, -1])
-    metrics_["band_coverage"] = {"nominal": coverage, "achieved": float(inside.mean()) if inside.size else None}
+    metrics_["band_coverage"] = {"nominal": coverage, "achieved": _inside(pred, truth[:, -1])}
     metrics_["chosen"] = {"lstm": int((chosen == 0).sum()), FALLBACK: int((chosen == 1).sum())}
     return ModelResult(AUTO, pred, metrics_)
 
@@ -209,6 +207,14 @@ def _fallback(filled, times, cut, at, step_seconds, horizon):
     baseline = make_baseline_model(FALLBACK, step_seconds=step_seconds, horizon=horizon, quantiles=QUANTILES)
     baseline.fit(filled[:cut], times[:cut])
     return baseline.predict_origins(filled, times, at)[..., 0]
+
+
+def _inside(pred: np.ndarray, outcome: np.ndarray) -> float | None:
+    """Share of known outcomes inside the final step's [lowest, highest] quantile band."""
+    known = np.isfinite(outcome)
+    if not known.any():
+        return None
+    return float(((pred[known, 0, -1] <= outcome[known]) & (outcome[known] <= pred[known, -1, -1])).mean())
 
 
 def _mean(values: np.ndarray) -> float | None:

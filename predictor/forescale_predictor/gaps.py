@@ -10,19 +10,24 @@ Two kinds of hole appear in a live series, and they are different things:
 
 A model trained with `gap_channels` reads each feature twice: the value
 carried forward from its last observation, and 1/0 for "observed this step".
-It forecasts through any number of idle steps and through runs of missing
-scrapes of up to `MAX_MISSING_STEPS` (2 minutes at 15 s). A longer run, or a
-feature with nothing to carry forward, is a declared fallback with the reason.
+It forecasts through any number of idle steps and through missing scrapes as
+long as the newest scrape is at most `MAX_MISSING_STEPS` old (2 minutes at
+15 s) and at least `MIN_OBSERVED_SHARE` of the window was scraped. A staler
+window, a mostly empty one, or a feature with nothing to carry forward is a
+declared fallback with the reason.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-#: Longest run of steps without any scrape the LSTM forecasts through. At the
-#: 15 s step this is 2 minutes: past it the window is mostly guesswork and the
-#: fallback baseline (which only needs the last value) is the honest answer.
+#: The newest scrape may be at most this many steps old (2 minutes at 15 s):
+#: past it the forecast would start from stale data, and the fallback baseline
+#: (which only needs the last value) is the honest answer.
 MAX_MISSING_STEPS = 8
+#: At least this share of a window's steps must have been scraped; an older
+#: gap inside the window is fine (the network sees it as unobserved steps).
+MIN_OBSERVED_SHARE = 0.25
 
 
 def carry_forward(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -58,20 +63,18 @@ def window_ok(filled: np.ndarray, observed: np.ndarray, at: np.ndarray, lookback
     """Bool [N]: the windows ending at origins `at` can feed a gap model.
 
     Every feature has a value to carry forward from the window's first step,
-    and no run of missing scrapes inside the window is longer than `limit`.
+    the newest scrape is at most `limit` steps old, and at least
+    MIN_OBSERVED_SHARE of the window's steps were scraped.
     """
     at = np.asarray(at, dtype=np.int64)
     if at.size == 0:
         return np.zeros(0, dtype=bool)
     start = at - lookback + 1
     carried = np.isfinite(filled).all(axis=1)
-    runs = missing_runs(observed)
+    scraped = np.concatenate([[0], np.cumsum((np.asarray(observed) > 0).any(axis=1))])
     ok = carried[np.clip(start, 0, None)] & (start >= 0)
-    # the longest run inside each window: a run is counted from where it started,
-    # so one that began before the window and continues into it counts in full
-    if len(runs) >= lookback:
-        longest = np.lib.stride_tricks.sliding_window_view(runs, lookback).max(axis=1)
-        ok &= longest[np.clip(start, 0, len(longest) - 1)] <= limit
+    ok &= missing_runs(observed)[at] <= limit
+    ok &= (scraped[at + 1] - scraped[np.clip(start, 0, None)]) >= MIN_OBSERVED_SHARE * lookback
     return ok
 
 
@@ -88,8 +91,12 @@ def window_problem(raw: np.ndarray, names: tuple[str, ...], lookback: int, step_
             return f"feature {name!r} has no observed value in the history"
         if not np.isfinite(window[:, f]).all():
             return f"feature {name!r} has no observed value before the last {lookback} steps began; nothing to carry forward"
-    longest = int(missing_runs(observed)[-lookback:].max())
-    if longest > limit:
-        return (f"{longest} consecutive steps ({longest * step_seconds:g} s) without a scrape in the last {lookback} steps; "
-                f"the LSTM forecasts through at most {limit} ({limit * step_seconds:g} s)")
+    stale = int(missing_runs(observed)[-1])
+    if stale > limit:
+        return (f"no scrape for the last {stale} steps ({stale * step_seconds:g} s); "
+                f"the LSTM forecasts from data at most {limit} steps ({limit * step_seconds:g} s) old")
+    scraped = int((observed[-lookback:] > 0).any(axis=1).sum())
+    if scraped < MIN_OBSERVED_SHARE * lookback:
+        return (f"only {scraped} of the last {lookback} steps were scraped; "
+                f"the LSTM needs at least {MIN_OBSERVED_SHARE:.0%}")
     return None

@@ -91,8 +91,12 @@ def build_windows(segments: Sequence[Segment], config: ModelConfig, valid_fracti
     return stack(parts["train"]), stack(parts["valid"])
 
 
-def blank_runs(windows: WindowSet, share: float, rng: np.random.Generator, limit: int = MAX_MISSING_STEPS) -> WindowSet:
-    """A copy where `share` of the windows lose one run of 1..`limit` steps, carried forward and marked unseen.
+def blank_runs(windows: WindowSet, share: float, rng: np.random.Generator) -> WindowSet:
+    """A copy where `share` of the windows lose one run of steps, carried forward and marked unseen.
+
+    A run is 1 to 3/4 of a window long (gaps.MIN_OBSERVED_SHARE lets a
+    forecast see a window a quarter scraped), and ends at most MAX_MISSING_STEPS
+    before the window's end (what gaps.window_ok lets a forecast see).
 
     Training data rarely has gaps; without these the network would meet an
     unseen-step indicator for the first time in production.
@@ -102,8 +106,10 @@ def blank_runs(windows: WindowSet, share: float, rng: np.random.Generator, limit
     inputs, observed = windows.inputs.copy(), windows.observed.copy()
     lookback = inputs.shape[1]
     chosen = np.flatnonzero(rng.random(len(inputs)) < share)
-    lengths = rng.integers(1, min(limit, lookback - 1) + 1, size=chosen.size)
-    starts = rng.integers(1, lookback - lengths + 1)
+    lengths = rng.integers(1, max(3 * lookback // 4, 1) + 1, size=chosen.size)
+    # a run may reach the window's end only if it is short enough to be a stale-but-usable tail
+    last_start = np.where(lengths <= MAX_MISSING_STEPS, lookback - lengths, lookback - lengths - 1)
+    starts = rng.integers(1, np.maximum(last_start, 1) + 1)
     for i, start, length in zip(chosen, starts, lengths):
         inputs[i, start : start + length] = inputs[i, start - 1]
         observed[i, start : start + length] = 0.0

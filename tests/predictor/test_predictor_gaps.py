@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from forescale_predictor import History, LATENCY_MS, RATE
-from forescale_predictor.gaps import MAX_MISSING_STEPS, carry_forward, missing_runs, window_ok, window_problem
+from forescale_predictor.gaps import MAX_MISSING_STEPS, carry_forward, window_ok, window_problem
 from forescale_predictor.lstm_forecaster import LSTMForecaster
 from forescale_predictor.model_config import ModelConfig
 from forescale_predictor.online_forecaster import OnlineForecaster
@@ -57,8 +57,20 @@ def missing_last(v):  # the newest scrapes have not landed (limit-long trailing 
     return v
 
 
-def missing_past_limit(v):
+def missing_inside_past_limit(v):  # an older run longer than the limit, then fresh scrapes
     v[-(MAX_MISSING_STEPS + 3) : -1] = np.nan
+    return v
+
+
+def stale_past_limit(v):  # the newest scrape is one step too old
+    v[-(MAX_MISSING_STEPS + 1) :] = np.nan
+    return v
+
+
+def mostly_unscraped(v):  # 3 of 16 steps scraped (under a quarter), no run past the limit
+    keep = v[[-16, -8, -1]].copy()
+    v[-16:] = np.nan
+    v[[-16, -8, -1]] = keep
     return v
 
 
@@ -77,7 +89,9 @@ def short(v):
     (idle_window, "lstm", None),
     (missing_inside, "lstm", None),
     (missing_last, "lstm", None),
-    (missing_past_limit, "ewm", "consecutive steps"),
+    (missing_inside_past_limit, "lstm", None),
+    (stale_past_limit, "ewm", f"no scrape for the last {MAX_MISSING_STEPS + 1} steps"),
+    (mostly_unscraped, "ewm", "only 3 of the last 16 steps were scraped"),
     (latency_never_seen, "ewm", "'latency_ms' has no observed value"),
     (short, "ewm", "history too short"),
 ])
@@ -94,7 +108,10 @@ def test_gap_model_forecasts_through_gaps_up_to_the_limit(gap_model, damage, mod
 @pytest.mark.parametrize("values, problem", [
     (np.array([[1.0, 2.0]] * 20), None),
     (np.vstack([[[1.0, 2.0]]] * 10 + [[[np.nan, 0.0]]] * 10).reshape(20, 2), None),  # idle: rate seen
-    (np.vstack([[[1.0, 2.0]]] * 10 + [[[np.nan, np.nan]]] * 9 + [[[1.0, 2.0]]]).reshape(20, 2), "9 consecutive steps"),
+    (np.vstack([[[1.0, 2.0]]] * 10 + [[[np.nan, np.nan]]] * 9 + [[[1.0, 2.0]]]).reshape(20, 2), None),  # older run
+    (np.vstack([[[1.0, 2.0]]] * 11 + [[[np.nan, np.nan]]] * 9).reshape(20, 2), "no scrape for the last 9 steps"),
+    (np.vstack([[[1.0, 2.0]]] * 5 + [[[np.nan, np.nan]]] * 7 + [[[1.0, 2.0]]] + [[[np.nan, np.nan]]] * 7).reshape(20, 2),
+     "only 2 of the last 16"),
     (np.vstack([[[np.nan, 2.0]]] * 20).reshape(20, 2), "'latency_ms' has no observed value"),
 ])
 def test_window_problem_table(values, problem):
@@ -113,17 +130,20 @@ def test_carry_forward_is_causal(column, filled, observed):
     np.testing.assert_array_equal(o[:, 0], observed)
 
 
-def test_missing_runs_and_window_ok_agree_with_the_limit():
-    v = np.ones((40, 2))
-    v[10:10 + MAX_MISSING_STEPS + 1] = np.nan  # one step past the limit
+def test_window_ok_agrees_with_window_problem():
+    rng = np.random.default_rng(3)
+    v = np.ones((300, 2))
+    i = 20
+    while i < 300:  # runs of 1-14 missing steps
+        n = int(rng.integers(1, 15))
+        v[i : i + n] = np.nan
+        i += n + int(rng.integers(1, 12))
     filled, observed = carry_forward(v)
-    assert missing_runs(observed).max() == MAX_MISSING_STEPS + 1
-    at = np.arange(15, 40)
+    at = np.arange(15, 300)
     ok = window_ok(filled, observed, at, 16)
-    # the run's 9th missing step is index 18: every window holding it is refused;
-    # windows that end earlier (6-8 missing steps so far) or start later are fine
-    holds = (at >= 18) & (at - 15 <= 18)
-    np.testing.assert_array_equal(ok, ~holds)
+    expected = [window_problem(v[: o + 1], NAMES, 16, 15.0) is None for o in at]
+    np.testing.assert_array_equal(ok, expected)
+    assert ok.any() and not ok.all()
 
 
 def test_training_keeps_windows_with_gaps_and_masks_missing_targets():
