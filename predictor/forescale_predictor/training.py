@@ -116,8 +116,15 @@ def blank_runs(windows: WindowSet, share: float, rng: np.random.Generator) -> Wi
     return WindowSet(inputs, windows.targets, windows.last_times, observed)
 
 
-def train(segments: Sequence[Segment], config: ModelConfig, options: TrainOptions = TrainOptions()) -> TrainedModel:
-    """Train a model on `segments`; raises TrainingError when they hold too few complete windows."""
+def train(segments: Sequence[Segment], config: ModelConfig, options: TrainOptions = TrainOptions(),
+          init: TrainedModel | None = None) -> TrainedModel:
+    """Train a model on `segments`; raises TrainingError when they hold too few complete windows.
+
+    With `init` (fine-tuning, fine_tuning.py) training starts from its weights
+    and keeps its scalers, so the data contract of the model stays the same;
+    its own validation loss is the score to beat, so the result is never
+    worse than `init` on the validation split.
+    """
     _limit_threads(options)
     torch.manual_seed(options.seed)
     rng = np.random.default_rng(options.seed)
@@ -130,16 +137,22 @@ def train(segments: Sequence[Segment], config: ModelConfig, options: TrainOption
             "give a longer series or a shorter --lookback"
         )
     idx = list(config.target_index)
-    levels = window_levels(train_set.inputs, config.level_steps)
-    input_scaler = Standardiser.fit(relative_inputs(train_set.inputs, levels))
-    target_scaler = Standardiser.fit(relative_targets(train_set.inputs[:, :, idx], train_set.targets, levels[:, idx]))
+    if init is not None:
+        input_scaler, target_scaler = init.input_scaler, init.target_scaler
+    else:
+        levels = window_levels(train_set.inputs, config.level_steps)
+        input_scaler = Standardiser.fit(relative_inputs(train_set.inputs, levels))
+        target_scaler = Standardiser.fit(relative_targets(train_set.inputs[:, :, idx], train_set.targets, levels[:, idx]))
     net = build_net(config)
+    if init is not None:
+        net.load_state_dict(init.net.state_dict())
     model = TrainedModel(config, net, input_scaler, target_scaler, shrink=np.ones(len(config.targets)))
     x_train, y_train = _tensors(model, train_set)
     x_valid, y_valid = _tensors(model, valid_set) if len(valid_set) else (None, None)
     quantiles = torch.tensor(config.quantiles, dtype=torch.float32)
     optimiser = torch.optim.AdamW(net.parameters(), lr=options.learning_rate, weight_decay=options.weight_decay)
-    best = (math.inf, {k: v.clone() for k, v in net.state_dict().items()}, 0)
+    start_loss = _evaluate(net, x_valid, y_valid, quantiles) if init is not None and x_valid is not None else math.inf
+    best = (start_loss, {k: v.clone() for k, v in net.state_dict().items()}, 0)
     history: list[dict[str, float]] = []
     started = time.monotonic()
     with _progress(options) as bar:
