@@ -90,11 +90,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\nWhere the LSTM does not beat the best baseline, and the likely reason:")
         for e in losers:
             print(f"  {e['series']:62s} {e['lstm_vs_best']:.3f} vs {e['best_baseline']:8s} {e['diagnosis']}")
-    goals(scored, summary, gap_runs)
+    loop = loop_gap_pass(traces) if args.gap_series else None
+    goals(scored, summary, gap_runs, loop)
     print("(timings are noisy: the 2 CPU cores are shared with other work)")
     if args.json_out:
         with open(args.json_out, "w") as handle:
-            json.dump({"series": summary, "gaps": gap_runs}, handle, indent=1, default=float)
+            json.dump({"series": summary, "gaps": gap_runs, "loop": loop}, handle, indent=1, default=float)
     return 0
 
 
@@ -184,7 +185,46 @@ def gap_pass(series, traces, options) -> list[dict]:
     return runs
 
 
-def goals(scored: list[dict], summary: list[dict], gap_runs: list[dict]) -> None:
+def loop_gap_pass(traces, mean_per_step: float = 1.0, seed: int = 0) -> dict:
+    """The packaged model in the loop (an OnlineForecaster over the growing history, as the operator and the
+    replay run it) on two low-rate services: the Azure and Mooncake traces' shapes drawn as Poisson counts
+    averaging `mean_per_step` requests per 15 s step, so many steps are idle (rate 0, latency undefined),
+    plus injected missing scrapes (runs of 1-12 steps). Counts which model made each forecast."""
+    from collections import Counter
+
+    from forescale_predictor import LATENCY_MS, RATE, History, load_forecaster
+    from forescale_predictor.online_forecaster import OnlineForecaster
+    from forescale_predictor.request_traces import load_azure_trace, load_mooncake_trace
+
+    rng = np.random.default_rng(seed)
+    lstm = load_forecaster()
+    counts: Counter = Counter()
+    idle = missing = steps = 0
+    for k, raw in enumerate((load_azure_trace(traces / "azure-llm-2023" / "AzureLLMInferenceTrace_conv.csv", 15.0),
+                             load_mooncake_trace(traces / "mooncake" / "conversation_trace.jsonl", 15.0))):
+        shape = np.nan_to_num(raw.values) / max(float(np.nanmean(raw.values)), 1e-9)
+        n_req = rng.poisson(shape * mean_per_step)
+        rate = n_req / 15.0
+        latency = np.where(n_req > 0, 150.0 * rng.lognormal(0.0, 0.25, len(n_req)), np.nan)
+        scrape = inject_gaps(np.ones(len(rate)), 100 + k)
+        rate, latency = np.where(np.isfinite(scrape), rate, np.nan), np.where(np.isfinite(scrape), latency, np.nan)
+        idle += int(((n_req == 0) & np.isfinite(scrape)).sum())
+        missing += int((~np.isfinite(scrape)).sum())
+        steps += len(rate)
+        online = OnlineForecaster(lstm)
+        times = 1_700_000_000.0 + 15.0 * np.arange(len(rate))
+        for i in range(lstm.config.lookback - 1, len(rate)):
+            lo = max(0, i - 239)
+            f = online.forecast(History(15.0, times[lo : i + 1], {LATENCY_MS: latency[lo : i + 1], RATE: rate[lo : i + 1]}))
+            counts[f.model + (" (fallback)" if f.fallback_reason else "")] += 1
+    total = sum(counts.values())
+    print(f"\nin the loop (packaged model, OnlineForecaster), two low-rate services from the Azure and Mooncake shapes: "
+          f"{steps} steps, {idle} idle (no request: latency undefined), {missing} missing scrapes; "
+          f"{total} forecasts: {dict(counts)}")
+    return {"forecasts": total, "by_model": dict(counts), "idle_steps": idle, "missing_steps": missing, "steps": steps}
+
+
+def goals(scored: list[dict], summary: list[dict], gap_runs: list[dict], loop: dict | None = None) -> None:
     """Every goal of the issue, met or missed, with the measured figure."""
     print("\nGOALS")
     ratio = geo([e["lstm_vs_best"] for e in scored])
@@ -209,6 +249,14 @@ def goals(scored: list[dict], summary: list[dict], gap_runs: list[dict]) -> None
               f"{by_lstm}/{origins} ({share:.1%})", f">= {GOAL_GAP_LSTM:.0%}", share >= GOAL_GAP_LSTM)
     else:
         print("  [skip] origins forecast by the LSTM on series with gaps: no series with gaps was run")
+    if loop and loop["forecasts"]:
+        # a forecast labelled "(fallback)" is one the LSTM could not make (gap or short history); plain "ewm" is
+        # model selection preferring the baseline on its rolling horizon MAE, which the LSTM could have made
+        fallbacks = sum(v for k, v in loop["by_model"].items() if "(fallback)" in k)
+        share = 1 - fallbacks / loop["forecasts"]
+        _goal("forecasts the LSTM could make in the loop on idle + gappy low-rate services",
+              f"{loop['forecasts'] - fallbacks}/{loop['forecasts']} ({share:.1%}); chosen for "
+              f"{loop['by_model'].get('lstm', 0)} ({loop['by_model']})", f">= {GOAL_GAP_LSTM:.0%}", share >= GOAL_GAP_LSTM)
 
 
 def _goal(what: str, measured: str, target: str, met: bool) -> None:

@@ -42,7 +42,7 @@ def carry_forward(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     observed = np.isfinite(values)
     idx = np.where(observed, np.arange(len(values))[:, None], 0)
     np.maximum.accumulate(idx, axis=0, out=idx)
-    filled = np.take_along_axis(values, idx, axis=0)
+    filled = values[idx, np.arange(values.shape[1])]
     filled[np.cumsum(observed, axis=0) == 0] = np.nan
     return filled, observed.astype(np.float64)
 
@@ -50,12 +50,9 @@ def carry_forward(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def missing_runs(observed: np.ndarray) -> np.ndarray:
     """[T]: length of the run of steps without any observed feature that ends at each step (0 if observed)."""
     missing = ~(np.asarray(observed) > 0).any(axis=1)
-    runs = np.zeros(len(missing), dtype=np.int64)
-    count = 0
-    for i, gap in enumerate(missing):
-        count = count + 1 if gap else 0
-        runs[i] = count
-    return runs
+    idx = np.arange(len(missing))
+    last_seen = np.maximum.accumulate(np.where(missing, -1, idx)) if len(idx) else idx
+    return np.where(missing, idx - last_seen, 0)
 
 
 def window_ok(filled: np.ndarray, observed: np.ndarray, at: np.ndarray, lookback: int,

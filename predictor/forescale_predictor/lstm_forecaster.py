@@ -77,16 +77,19 @@ class LSTMForecaster:
         lookback = self.config.lookback
         for i, raw in enumerate(histories):
             history = on_step(raw, self.step_seconds)
-            constant = constant_history(history, self.config.features)
+            values = raw_matrix(history, self.config.features)
+            constant = constant_history(values, self.config.features)
             if constant is not None:
                 results[i] = self.constant.forecast(history, reason=constant)
                 continue
             if self.config.gap_channels:
-                values = raw_matrix(history, self.config.features)
-                problem = gaps.window_problem(values, self.config.features, lookback, self.step_seconds)
-                if problem is None:
-                    filled, observed = gaps.carry_forward(values)
-                    values, mask = filled[-lookback:], observed[-lookback:]
+                if len(values) >= lookback and np.isfinite(values[-lookback:]).all():
+                    problem, mask = None, np.ones((lookback, len(self.config.features)))  # no gap: the fast path
+                else:
+                    problem = gaps.window_problem(values, self.config.features, lookback, self.step_seconds)
+                    if problem is None:
+                        filled, observed = gaps.carry_forward(values)
+                        values, mask = filled[-lookback:], observed[-lookback:]
             else:
                 values = feature_matrix(history, self.config.features, last=lookback)
                 problem = window_problem(values, self.config.features, lookback, self.step_seconds)

@@ -38,6 +38,8 @@ from .model_selection import ModelSelector
 
 #: how many of its own scored forecasts the rolling coverage and MAE in status cover
 STATUS_WINDOW = 240
+#: the rival baseline refits its parameters and band every this many ticks (10 minutes at 15 s), not every tick
+REFIT_EVERY = 40
 
 
 class OnlineForecaster:
@@ -51,8 +53,8 @@ class OnlineForecaster:
         self.horizon_seconds = float(primary.horizon_seconds)
         self.quantiles = tuple(primary.quantiles)
         self.coverage = coverage
-        self.baseline = BaselineForecaster(baseline, step_seconds=self.step_seconds,
-                                           horizon_seconds=self.horizon_seconds, quantiles=self.quantiles)
+        self.baseline = BaselineForecaster(baseline, step_seconds=self.step_seconds, horizon_seconds=self.horizon_seconds,
+                                           quantiles=self.quantiles, refit_every=REFIT_EVERY)
         self.models = (self.name, baseline)
         self.selector = ModelSelector(self.models, targets=TARGETS, window=selection_window, margin=margin,
                                       min_scores=min_scores, step_seconds=self.step_seconds)
