@@ -236,7 +236,7 @@ def goals(scored: list[dict], summary: list[dict], gap_runs: list[dict], loop: d
     share = inside / len(bands) if bands else 0.0
     _goal(f"LSTM band q0.1-q0.9 coverage within {lo}-{hi} (online ACI)", f"{inside}/{len(bands)} series ({share:.0%})",
           f">= {GOAL_BAND_SHARE:.0%} of series", share >= GOAL_BAND_SHARE)
-    outside = [f"{e['series'].split('/')[-1]} {e['band']['lstm']:.2f}" for e in summary
+    outside = [f"{e['series'].split('/')[-1]} {e['band']['lstm']:.3f}" for e in summary
                if e["band"].get("lstm") is not None and not lo <= e["band"]["lstm"] <= hi]
     if outside:
         print(f"      outside: {', '.join(outside)}")
