@@ -37,6 +37,10 @@ class OperatorMetrics:
         self.ready = Gauge("forescale_operator_ready_replicas", "Ready replicas per pool", _RESOURCE + ("pool",), registry=r)
         self.weight = Gauge("forescale_operator_weight_percent", "Traffic weight per pool, percent", _RESOURCE + ("pool",), registry=r)
         self.forecast_error = Gauge("forescale_operator_forecast_error_ms", "Recent absolute error of the median latency forecast", _RESOURCE, registry=r)
+        self.forecast_coverage = Gauge("forescale_operator_forecast_band_coverage", "Rolling share of outcomes inside the calibrated forecast band, scored at the horizon", _RESOURCE + ("target",), registry=r)
+        self.forecast_nominal = Gauge("forescale_operator_forecast_band_nominal_coverage", "The band's nominal coverage (what ACI keeps it at)", _RESOURCE, registry=r)
+        self.forecast_mae = Gauge("forescale_operator_forecast_rolling_mae", "Rolling absolute error of the median forecast at the horizon (ms for latency_ms, req/s for rate)", _RESOURCE + ("target",), registry=r)
+        self.forecast_model = Gauge("forescale_operator_forecast_model", "1 for the model that forecast last (lstm or the baseline ahead of it), 0 otherwise", _RESOURCE + ("model",), registry=r)
         self.metrics_available = Gauge("forescale_operator_metrics_available", "1 when the resource's metrics could be read", _RESOURCE, registry=r)
         self.cutback_step = Gauge("forescale_operator_cutback_step", "Current cut-back step (0 outside a cut-back)", _RESOURCE, registry=r)
         self.decision_duration = Histogram(
@@ -82,6 +86,20 @@ class OperatorMetrics:
 
     def record_forecast_error(self, namespace: str, name: str, error_ms: float) -> None:
         self._set(self.forecast_error, (namespace, name), error_ms)
+
+    def record_forecast_quality(self, namespace: str, name: str, model: str, nominal: float,
+                                coverage: Mapping[str, float | None], mae: Mapping[str, float | None]) -> None:
+        """The model in use, the band's nominal and rolling coverage, and rolling MAE at the horizon, per target."""
+        for known in {m for g, labels in self._series.get((namespace, name), set()) if g is self.forecast_model
+                      for m in labels[2:]} | {model}:
+            self._set(self.forecast_model, (namespace, name, known), 1.0 if known == model else 0.0)
+        self._set(self.forecast_nominal, (namespace, name), nominal)
+        for target, value in coverage.items():
+            if value is not None:
+                self._set(self.forecast_coverage, (namespace, name, target), value)
+        for target, value in mae.items():
+            if value is not None:
+                self._set(self.forecast_mae, (namespace, name, target), value)
 
     def record_cutback_step(self, namespace: str, name: str, step: int) -> None:
         self._set(self.cutback_step, (namespace, name), step)

@@ -12,6 +12,10 @@ or training an LSTM does):
 - `History`, `Forecast`, `Forecaster`, `RATE`, `LATENCY_MS`: the data types.
 - `presets` (metric presets, label escaping) and `prometheus_source`
   (`PrometheusSource`, `MetricsUnavailable`) as submodules.
+- `online_forecaster.OnlineForecaster(forecaster)`: one series in the loop
+  (the LSTM or `ewm`, whichever is ahead, with bands calibrated online);
+  `fine_tuning.fine_tune(base, history)`: the packaged model fine-tuned on a
+  service's own history.
 """
 
 from __future__ import annotations

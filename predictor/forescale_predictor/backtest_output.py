@@ -71,17 +71,22 @@ def table(result: BacktestResult) -> str:
     """A plain-text table of the headline metrics."""
     lines = [
         f"{result.series}: step {result.step_seconds:g} s, horizon {result.horizon_steps * result.step_seconds:g} s, "
-        f"{len(result.origins)} origins after the first {result.train_fraction:.0%}",
-        f"{'model':10s} {'MAE':>12s} {'sMAPE%':>8s} {'MASE':>7s} {'band':>6s} {'spike P':>8s} {'spike R':>8s} {'lead s':>7s}",
+        f"{len(result.origins)} origins after the first {result.train_fraction:.0%}"
+        + (f"; forecast by {', '.join(f'{k} {v}' for k, v in result.lstm_info['forecast_by'].items())}"
+           if result.lstm_info.get("forecast_by") else ""),
+        f"{'model':10s} {'MAE':>12s} {'sMAPE%':>8s} {'MASE':>7s} {'band':>6s} {'raw':>6s} {'spike P':>8s} {'spike R':>8s} {'lead s':>7s}"
+        "   (band: q0.1-q0.9 coverage after online calibration, nominal 0.80; raw: before)",
     ]
     for name, model in result.models.items():
         m = model.metrics
         if "mae" not in m:
             lines.append(f"{name:10s} skipped: {m.get('skipped', '')}")
             continue
-        s = m["spike"]
+        s, band = m["spike"], m["band_coverage"]
+        raw = band.get("uncalibrated")
         lines.append(
-            f"{name:10s} {m['mae']:12.5g} {m['smape']:8.2f} {m['mase']:7.3f} {m['band_coverage']:6.2f} "
+            f"{name:10s} {m['mae']:12.5g} {m['smape']:8.2f} {m['mase']:7.3f} {band['achieved']:6.2f} "
+            f"{'' if raw is None else format(raw, '6.2f'):>6s} "
             f"{s['precision']:8.2f} {s['recall']:8.2f} {s['mean_lead_seconds']:7.0f}"
         )
     return "\n".join(lines)

@@ -21,7 +21,8 @@ TARGET_NAMES = (LATENCY_MS, RATE)
 class BaselineForecaster:
     """Forecaster over one of the baselines (`last`, `seasonal`, `ewm`, `linear`)."""
 
-    def __init__(self, name: str, *, step_seconds: float, horizon_seconds: float, quantiles=(0.5, 0.9)) -> None:
+    def __init__(self, name: str, *, step_seconds: float, horizon_seconds: float, quantiles=(0.5, 0.9),
+                 refit_every: int = 1) -> None:
         if step_seconds <= 0 or horizon_seconds < step_seconds:
             raise ValueError(f"need step_seconds > 0 and horizon_seconds >= step_seconds, got {step_seconds}, {horizon_seconds}")
         self.name = name
@@ -29,6 +30,10 @@ class BaselineForecaster:
         self.horizon = int(round(horizon_seconds / step_seconds))
         self.quantiles = tuple(sorted(set(quantiles) | {0.5}))
         make_baseline_model(name, step_seconds=self.step_seconds, horizon=self.horizon)  # validates the name
+        #: >1 keeps each target's fitted model (parameters and band) for that many forecasts of ONE series:
+        #: the loop forecasts one series every tick, and refitting on every tick costs more than the LSTM
+        self.refit_every = max(1, int(refit_every))
+        self._fitted: dict[int, tuple[int, object]] = {}
 
     @property
     def horizon_seconds(self) -> float:
@@ -46,8 +51,7 @@ class BaselineForecaster:
             if first.size == 0:
                 continue
             col, col_times = col[first[0] :], times[first[0] :]
-            model = self._model_for(len(col), float(col_times[-1] - col_times[0]))
-            model.fit(col, col_times)
+            model = self._fitted_model(f, col, col_times)
             out[:, :, f] = model.predict_origins(col, col_times, np.array([len(col) - 1]))[0, :, :, 0]
         return Forecast(
             generated_at=float(times[-1]),
@@ -63,6 +67,16 @@ class BaselineForecaster:
     def forecast_many(self, histories: Sequence[History]) -> list[Forecast]:
         """One forecast per history (baselines are cheap; no batching needed)."""
         return [self.forecast(h) for h in histories]
+
+    def _fitted_model(self, f: int, col: np.ndarray, col_times: np.ndarray):
+        uses, model = self._fitted.get(f, (0, None))
+        if model is None or uses >= self.refit_every or len(col) < model.min_history:
+            model = self._model_for(len(col), float(col_times[-1] - col_times[0]))
+            model.fit(col, col_times)
+            uses = 0
+        if self.refit_every > 1:
+            self._fitted[f] = (uses + 1, model)
+        return model
 
     def _model_for(self, length: int, span: float):
         model = make_baseline_model(self.name, step_seconds=self.step_seconds, horizon=self.horizon, quantiles=self.quantiles)

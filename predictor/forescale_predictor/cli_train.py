@@ -3,7 +3,10 @@
 From a CSV (`--csv`, columns found as DESIGN.md §6 says; `--latency-column`
 and `--rate-column` train a two-feature model like the packaged one) or from
 Prometheus (`--prometheus-url --query --start --end`, plus `--rate-query`
-for a second feature). The whole series is used for training, its last 25%
+for a second feature). With `--prometheus URL --deployment NAME` (and
+`--namespace`, `--preset`) it reads the service's own latency and rate the
+way the operator does and **fine-tunes** the packaged model (or
+`--base-model`) on them: the result loads through `spec.forecast.modelRef`. The whole series is used for training, its last 25%
 (by time) for early stopping and the blend, as in `forescale backtest`. `--json` prints one JSON object
 on stdout; progress and logs go to stderr.
 """
@@ -32,7 +35,12 @@ def train_command(
     latency_column: Optional[str] = typer.Option(None, "--latency-column", help="CSV column holding latency in ms (two-feature model)."),
     rate_column: Optional[str] = typer.Option(None, "--rate-column", help="CSV column holding the request rate (two-feature model)."),
     feature: str = typer.Option("latency_ms", "--feature", help="What a single series measures: latency_ms, rate or value."),
-    prometheus_url: Optional[str] = typer.Option(None, "--prometheus-url", help="Prometheus base URL."),
+    prometheus_url: Optional[str] = typer.Option(None, "--prometheus", "--prometheus-url", help="Prometheus base URL."),
+    deployment: Optional[str] = typer.Option(None, "--deployment", help="Fine-tune on this InferenceDeployment's own latency and rate (with --prometheus)."),
+    namespace: str = typer.Option("default", "--namespace", help="Namespace of --deployment."),
+    pool: Optional[str] = typer.Option(None, "--pool", help="Only this pool's series (a or b; default both)."),
+    preset: str = typer.Option("forescale", "--preset", help="Metric preset of --deployment: forescale, vllm, triton, torchserve."),
+    base_model: Optional[Path] = typer.Option(None, "--base-model", help="Model file to fine-tune (default: the packaged model)."),
     query: Optional[str] = typer.Option(None, "--query", help="PromQL of the series (one result series)."),
     rate_query: Optional[str] = typer.Option(None, "--rate-query", help="PromQL of the request rate, to train latency and rate together."),
     start: Optional[str] = typer.Option(None, "--start", help="Start: epoch seconds, ISO time, or a duration ago such as 7d."),
@@ -55,6 +63,12 @@ def train_command(
         fail("train", "give either --csv FILE or --prometheus-url URL with --query, --start and --end")
     step_s = duration(step, "--step")
     horizon_s = duration(horizon, "--horizon")
+    if deployment is not None:
+        if prometheus_url is None or query:
+            fail("train", "--deployment reads the service through --prometheus URL and its --preset; do not give --query or --csv")
+        _fine_tune(prometheus_url, namespace, deployment, pool, preset, base_model, start or "7d", end, timeout,
+                   epochs, seed, quiet, json_out, out)
+        return
     try:
         if csv is not None:
             times, columns, step_s = _from_csv(csv, step_s, time_column, value_column, latency_column, rate_column, feature)
@@ -92,6 +106,45 @@ def train_command(
     else:
         log(f"wrote {path} ({result['bytes']} bytes): {result['features']} every {model.config.step_seconds:g} s, "
             f"horizon {model.config.horizon_seconds:g} s, {result['epochs']} epochs")
+        print(path)
+
+
+def _fine_tune(url, namespace, deployment, pool, preset, base_path, start, end, timeout, epochs, seed, quiet,
+               json_out, out) -> None:
+    """Read the service's own latency and rate as the operator does, and fine-tune the base model on them."""
+    from . import load_forecaster, model_file
+    from .errors import PredictorError
+    from .fine_tuning import fine_tune
+    from .presets import PRESETS
+    from .prometheus_source import PrometheusSource
+    from .training import TrainOptions
+
+    if preset not in PRESETS or preset == "custom":
+        fail("train", f"--preset must be one of {', '.join(p for p in PRESETS if p != 'custom')}, got {preset!r}")
+    try:
+        base = load_forecaster(base_path).model
+        t0, t1 = _when(start), _when(end or "now")
+        history = PrometheusSource(url, preset, timeout=timeout).history(
+            namespace, deployment, pool, start=t0, end=t1, step=base.config.step_seconds, with_queue_depth=False)
+        if not quiet:
+            log(f"fine-tuning on {len(history)} steps of {base.config.step_seconds:g} s of {namespace}/{deployment} "
+                f"({preset} preset) from {url}")
+        model = fine_tune(base, history, options=TrainOptions(max_epochs=epochs, seed=seed, progress=not quiet))
+    except PredictorError as exc:
+        fail("train", str(exc))
+    source = f"{url} {namespace}/{deployment}" + (f" pool {pool}" if pool else "") + f" ({preset} preset)"
+    model.metadata.update({"data": f"fine-tuned by `forescale train` on {source}", "source": source})
+    path = model_file.save(model, out)
+    result = {"out": str(path), "bytes": path.stat().st_size, "features": list(model.config.features),
+              "fine_tuned_from": model.metadata.get("fine_tuned_from"), "source": source,
+              "step_seconds": model.config.step_seconds, "horizon_seconds": model.config.horizon_seconds,
+              "epochs": model.metadata.get("epochs"), "best_epoch": model.metadata.get("best_epoch"),
+              "training_span": model.metadata.get("training_span"), "validation": model.metadata.get("validation")}
+    if json_out:
+        emit_json(clean(result))
+    else:
+        log(f"wrote {path}: fine-tuned on {source}, best epoch {result['best_epoch']} of {result['epochs']} "
+            f"(0: the base model's weights were kept)")
         print(path)
 
 
@@ -169,6 +222,10 @@ def _train(times, columns, step_s, horizon_s, lookback, epochs, seed, quiet):
         raise SeriesError(f"--horizon {horizon_s:g} s is shorter than one {step_s:g} s step")
     span = float(times[-1] - times[0])
     lb = lookback or int(np.clip(len(values) // 10, 12, 48))
+    points = int(np.isfinite(values).any(axis=1).sum())
+    if points < lb + steps:
+        raise SeriesError(f"{points} points of {step_s:g} s; training needs at least {lb + steps} (one window: lookback "
+                          f"{lb} + horizon {steps} steps = {(lb + steps) * step_s:g} s); give a longer series")
     config = ModelConfig(
         features=names,
         targets=names,

@@ -49,6 +49,40 @@ def feature_matrix(history: History, names: tuple[str, ...], last: int | None = 
     return out if last is None else out[-last:]
 
 
+def raw_matrix(history: History, names: tuple[str, ...]) -> np.ndarray:
+    """Values [T, F] of `names` as observed, NaN where not (a missing feature is all NaN)."""
+    out = np.full((len(history), len(names)), np.nan)
+    for f, name in enumerate(names):
+        raw = history.features.get(name)
+        if raw is not None:
+            out[:, f] = np.asarray(raw, dtype=np.float64)
+    return out
+
+
+def constant_history(values: np.ndarray, names: tuple[str, ...]) -> str | None:
+    """A reason to forecast the last value when every observed feature of values [T, F] never changes, else None.
+
+    On such a series the last value is exact and a network's small wiggles
+    would only be noise; a single sample is the shortest constant series.
+    """
+    finite = np.isfinite(values)
+    if finite.all() and len(values) > 1 and (values[1:] != values[:-1]).any(axis=0).all():
+        return None  # the common case, decided without a loop
+    seen = []
+    for f, name in enumerate(names):
+        col = values[:, f][np.isfinite(values[:, f])]
+        if col.size == 0:
+            continue
+        if col.size > 1 and np.ptp(col) > 1e-12 * max(1.0, float(np.abs(col).max())):
+            return None
+        seen.append(f"{name} {col[-1]:g}")
+    if not seen:
+        return None
+    count = int(np.isfinite(values).any(axis=1).sum())
+    what = "a single observation" if count == 1 else f"constant over {count} observed steps"
+    return f"the history is {what} ({', '.join(seen)}): the last value is forecast"
+
+
 def carry_recent(values: np.ndarray, max_steps: int) -> np.ndarray:
     """Repeat the last finite value over a trailing NaN run of at most `max_steps`.
 

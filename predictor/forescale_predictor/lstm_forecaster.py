@@ -3,11 +3,14 @@
 `forecast(history)` resamples the history to the model's step (the operator
 may read every few seconds while the model steps at 15 s), takes the last
 `lookback` steps and runs the network. When the history is too short, lacks
-a feature the model reads, or has gaps it cannot fill, the forecast comes from
-the fallback baseline instead, with `model` naming that baseline and
+a feature the model reads, or has gaps it cannot fill (a gap-channel model
+forecasts through idle steps and short runs of missing scrapes: gaps.py), the
+forecast comes from the fallback baseline instead, with `model` naming that baseline and
 `fallback_reason` saying why. A model trained on one target only (say
 latency) gets the other from the fallback baseline, labelled `lstm+ewm`.
-`forecast_many` runs every usable history through the network in one batch.
+A history whose every feature is constant gets the last value (exact, and
+labelled so). `forecast_many` runs every usable history through the network
+in one batch.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import numpy as np
 
 from .baseline_forecaster import TARGET_NAMES, BaselineForecaster
 from .forecast_types import Forecast, History
-from .history_prep import feature_matrix, on_step, window_problem
+from . import gaps
+from .history_prep import constant_history, feature_matrix, on_step, raw_matrix, window_problem
 from .trained_model import TrainedModel
 
 
@@ -35,6 +39,10 @@ class LSTMForecaster:
             fallback,
             step_seconds=self.config.step_seconds,
             horizon_seconds=self.config.horizon_seconds,
+            quantiles=self.config.quantiles,
+        )
+        self.constant = BaselineForecaster(
+            "last", step_seconds=self.config.step_seconds, horizon_seconds=self.config.horizon_seconds,
             quantiles=self.config.quantiles,
         )
 
@@ -65,23 +73,40 @@ class LSTMForecaster:
         (nothing can forecast it); every other problem is a declared fallback.
         """
         results: list[Forecast | None] = [None] * len(histories)
-        windows, times, slots = [], [], []
+        windows, seen, times, slots = [], [], [], []
         lookback = self.config.lookback
         for i, raw in enumerate(histories):
             history = on_step(raw, self.step_seconds)
-            values = feature_matrix(history, self.config.features, last=lookback)
-            problem = window_problem(values, self.config.features, lookback, self.step_seconds)
+            values = raw_matrix(history, self.config.features)
+            constant = constant_history(values, self.config.features)
+            if constant is not None:
+                results[i] = self.constant.forecast(history, reason=constant)
+                continue
+            if self.config.gap_channels:
+                if len(values) >= lookback and np.isfinite(values[-lookback:]).all():
+                    problem, mask = None, np.ones((lookback, len(self.config.features)))  # no gap: the fast path
+                else:
+                    problem = gaps.window_problem(values, self.config.features, lookback, self.step_seconds)
+                    if problem is None:
+                        filled, observed = gaps.carry_forward(values)
+                        values, mask = filled[-lookback:], observed[-lookback:]
+            else:
+                values = feature_matrix(history, self.config.features, last=lookback)
+                problem = window_problem(values, self.config.features, lookback, self.step_seconds)
+                mask = None
             if problem is not None:
                 results[i] = self.fallback.forecast(history, reason=problem)
                 continue
             windows.append(values[-lookback:])
+            seen.append(mask)
             times.append(float(history.times[-1]))
             slots.append(i)
         missing = [t for t in TARGET_NAMES if t not in self.config.targets]
         if windows:
             batch = np.stack(windows)
+            observed = np.stack(seen) if self.config.gap_channels else None
             # latency and rate are never negative
-            pred = np.maximum(self.model.predict_windows(batch, np.asarray(times)), 0.0)  # [N, Q, H, T]
+            pred = np.maximum(self.model.predict_windows(batch, np.asarray(times), observed), 0.0)  # [N, Q, H, T]
             for row, slot in enumerate(slots):
                 forecast = self._to_forecast(pred[row], times[row])
                 if missing:

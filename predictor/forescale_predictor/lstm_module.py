@@ -1,7 +1,7 @@
 """The forecaster network: an LSTM with a linear autoregressive skip.
 
-Input: [batch, lookback, inputs] (standardised relative values, plus time of
-day when the model uses it). Output: [batch, quantiles, horizon, targets] in
+Input: [batch, lookback, inputs] (standardised relative values, then the
+1/0 observed indicators and the time of day when the model uses them). Output: [batch, quantiles, horizon, targets] in
 standardised target units (the change from the last value; see scaling.py).
 
 - The LSTM's last hidden state feeds a linear head for every horizon step,
@@ -72,7 +72,13 @@ class LSTMForecastNet(nn.Module):
 
 
 def pinball_loss(pred: torch.Tensor, target: torch.Tensor, quantiles: torch.Tensor) -> torch.Tensor:
-    """Mean pinball (quantile) loss; pred [B, Q, H, T], target [B, H, T], quantiles [Q]."""
-    diff = target.unsqueeze(1) - pred
+    """Mean pinball (quantile) loss; pred [B, Q, H, T], target [B, H, T], quantiles [Q].
+
+    NaN targets (latency in an idle step, a missing scrape) are left out of the mean.
+    """
+    known = torch.isfinite(target)
+    diff = torch.where(known, target, torch.zeros_like(target)).unsqueeze(1) - pred
     q = quantiles.view(1, -1, 1, 1)
-    return torch.maximum(q * diff, (q - 1) * diff).mean()
+    loss = torch.maximum(q * diff, (q - 1) * diff)
+    weight = known.unsqueeze(1).expand_as(loss).to(loss.dtype)
+    return (loss * weight).sum() / weight.sum().clamp(min=1.0)

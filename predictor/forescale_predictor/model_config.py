@@ -16,7 +16,10 @@ class ModelConfig:
     `features`) are forecast. `lookback` and `horizon` count steps of
     `step_seconds`. `level_steps` is how many recent steps set a window's
     level (see scaling.py). `time_features` adds the time of day as two
-    inputs (sin, cos): useful on series that span days.
+    inputs (sin, cos): useful on series that span days. `gap_channels` feeds
+    each feature as its value carried forward plus a 1/0 "observed this step"
+    indicator, so the model forecasts through idle steps and missing scrapes
+    (gaps.py); models saved before it existed load with it off.
     """
 
     features: tuple[str, ...] = (LATENCY_MS, RATE)
@@ -30,6 +33,7 @@ class ModelConfig:
     ar_steps: int = 8
     level_steps: int = 4
     time_features: bool = False
+    gap_channels: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -49,7 +53,8 @@ class ModelConfig:
 
     @property
     def n_inputs(self) -> int:
-        return len(self.features) + (2 if self.time_features else 0)
+        per_feature = 2 if self.gap_channels else 1
+        return per_feature * len(self.features) + (2 if self.time_features else 0)
 
     @property
     def target_index(self) -> tuple[int, ...]:

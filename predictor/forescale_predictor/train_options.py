@@ -23,3 +23,5 @@ class TrainOptions:
     threads: int = 1
     progress: bool = True
     time_budget_seconds: float = 0.0  # 0: no limit besides max_epochs
+    # share of training windows given one synthetic run of missing scrapes (gap_channels models)
+    gap_share: float = 0.2

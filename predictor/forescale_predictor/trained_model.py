@@ -72,10 +72,18 @@ class TrainedModel:
         self.smooth_weight = np.zeros(n) if self.smooth_weight is None else np.asarray(self.smooth_weight, float).reshape(n)
         self.smooth_alpha = np.full(n, 0.3) if self.smooth_alpha is None else np.asarray(self.smooth_alpha, float).reshape(n)
 
-    def prepare(self, windows: np.ndarray, last_times: np.ndarray | None = None) -> tuple[torch.Tensor, np.ndarray]:
-        """Network input tensor and window levels for raw windows [N, L, F]."""
+    def prepare(self, windows: np.ndarray, last_times: np.ndarray | None = None,
+                observed: np.ndarray | None = None) -> tuple[torch.Tensor, np.ndarray]:
+        """Network input tensor and window levels for raw windows [N, L, F].
+
+        For a `gap_channels` model `windows` hold values carried forward over
+        gaps and `observed` [N, L, F] says which were seen (all, when None).
+        """
         levels = window_levels(windows, self.config.level_steps)
         x = self.input_scaler.transform(relative_inputs(windows, levels))
+        if self.config.gap_channels:
+            seen = np.ones_like(windows) if observed is None else np.asarray(observed, dtype=np.float64)
+            x = np.concatenate([x, seen], axis=-1)
         if self.config.time_features:
             if last_times is None:
                 raise ValueError("this model uses the time of day: pass the windows' last times")
@@ -83,20 +91,22 @@ class TrainedModel:
             x = np.concatenate([x, time_of_day(np.asarray(last_times)[:, None] + offsets[None, :])], axis=-1)
         return torch.from_numpy(x.astype(np.float32)), levels
 
-    def predict_windows(self, windows: np.ndarray, last_times: np.ndarray | None = None) -> np.ndarray:
+    def predict_windows(self, windows: np.ndarray, last_times: np.ndarray | None = None,
+                        observed: np.ndarray | None = None) -> np.ndarray:
         """Quantile forecasts [N, Q, H, T] in the series' own units for raw windows [N, L, F]."""
         windows = np.asarray(windows, dtype=np.float64)
         if windows.ndim != 3 or windows.shape[1:] != (self.config.lookback, len(self.config.features)):
             raise ValueError(
                 f"expected windows [N, {self.config.lookback}, {len(self.config.features)}], got {list(windows.shape)}"
             )
-        deltas = self.raw_deltas(windows, last_times)
+        deltas = self.raw_deltas(windows, last_times, observed)
         idx = list(self.config.target_index)
         return absolute_targets(windows[:, :, idx], self.blend(windows, deltas), window_levels(windows, self.config.level_steps)[:, idx])
 
-    def raw_deltas(self, windows: np.ndarray, last_times: np.ndarray | None) -> np.ndarray:
+    def raw_deltas(self, windows: np.ndarray, last_times: np.ndarray | None,
+                   observed: np.ndarray | None = None) -> np.ndarray:
         """The network's own forecasts [N, Q, H, T] as changes from the last value, in level units."""
-        x, _ = self.prepare(windows, last_times)
+        x, _ = self.prepare(windows, last_times, observed)
         self.net.eval()
         with torch.inference_mode():
             out = self.net(x).numpy().astype(np.float64)

@@ -159,7 +159,9 @@ def test_status_schema_covers_every_status_field_of_the_design():
     assert set(status["pools"]["properties"]["a"]["properties"]) >= {
         "replicas", "readyReplicas", "desiredReplicas", "precision", "runtimePrecision", "capacityRps"}
     assert set(status["forecast"]["properties"]) == {"peakLatencyMs", "peakRate", "horizonSeconds", "model",
-                                                     "generatedAt", "recentErrorMs", "bandCoverage"}
+                                                     "generatedAt", "recentErrorMs", "bandCoverage", "modelSource",
+                                                     "selection", "nominalCoverage", "recentErrorRate",
+                                                     "rateBandCoverage"}
     assert status["conditions"]["items"]["properties"]["type"]["enum"] == [
         "Ready", "MetricsAvailable", "ForecastReady", "Emergency"]
 

@@ -43,14 +43,19 @@ def test_backtest_json_predictions_and_plot(series_csv, tmp_path, capsys):
     assert code == 0, err
     result = json.loads(out)  # exactly one JSON object on stdout
     assert result["step_seconds"] == 60 and result["horizon_seconds"] == 180 and result["train_fraction"] == 0.7
-    assert set(result["models"]) == {"lstm", "last", "seasonal", "ewm", "linear"}
+    # `auto` is the loop's pick between the LSTM and ewm at each origin
+    assert set(result["models"]) == {"lstm", "last", "seasonal", "ewm", "linear", "auto"}
     for m in result["models"].values():
         assert {"mae", "smape", "mase", "band_coverage", "spike"} <= set(m)
         assert set(m["spike"]) >= {"precision", "recall", "mean_lead_seconds"}
+        assert m["band_coverage"]["nominal"] == 0.8 and 0 <= m["band_coverage"]["achieved"] <= 1
+    # every origin is counted, and the LSTM says how many it forecast (a gap-free series: all)
+    assert result["forecast_by"] == {"lstm": result["origins"], "ewm": 0}
+    assert sum(result["models"]["auto"]["chosen"].values()) == result["origins"]
     with preds.open() as handle:
         rows = list(csv.DictReader(handle))
     assert list(rows[0])[:6] == ["origin", "target_time", "step", "model", "y_true", "y_pred"]
-    assert len(rows) == result["origins"] * 3 * 5
+    assert len(rows) == result["origins"] * 3 * 6
     # the predictions file reproduces the reported MAE at the final step
     final = [r for r in rows if r["model"] == "last" and r["step"] == "3"]
     mae = np.mean([abs(float(r["y_true"]) - float(r["y_pred"])) for r in final])
@@ -80,7 +85,7 @@ def test_backtest_bad_arguments(series_csv, capsys, args, message):
     [
         ("", "is empty"),
         ("timestamp,value\n", "no rows"),
-        ("timestamp,value\n" + "".join(f"{i * 60},5\n" for i in range(10)), "no complete test origin"),
+        ("timestamp,value\n" + "".join(f"{i * 60},5\n" for i in range(10)), "no scorable test origin"),
         ("timestamp,value\n" + "".join(f"{i * 60},nan\n" for i in range(500)), "no numeric values"),
         ("timestamp,value\n0,1\n120,2\n60,3\n", "goes back in time"),
     ],
@@ -138,6 +143,18 @@ def test_train_writes_a_loadable_two_feature_model(series_csv, tmp_path, capsys)
 def test_train_needs_a_source(tmp_path, capsys):
     code, out, err = run(["train", "--out", str(tmp_path / "m.pt")], capsys)
     assert code == 2 and "--csv" in err
+
+
+@pytest.mark.parametrize("rows, message", [
+    (14, "14 points of 60 s; training needs at least 15 (one window: lookback 12 + horizon 3 steps = 900 s)"),
+    (3, "3 points of 60 s; training needs at least 15"),
+    (20, "only 1 complete training windows of 12+3 steps"),  # one window is not enough to train on either
+])
+def test_train_on_fewer_points_than_one_window_is_one_line_and_exit_2(tmp_path, capsys, rows, message):
+    path = tmp_path / "short.csv"
+    path.write_text("timestamp,value\n" + "".join(f"{i * 60},{5 + i % 3}\n" for i in range(rows)))
+    code, out, err = run(["train", "--csv", str(path), "--out", str(tmp_path / "m.pt"), *FAST], capsys)
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
 def test_train_from_prometheus_that_is_down(tmp_path, capsys):

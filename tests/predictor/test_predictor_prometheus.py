@@ -232,3 +232,44 @@ def test_train_from_prometheus(prometheus, tmp_path, capsys):
     result = json.loads(captured.out)
     assert result["features"] == ["rate"] and result["training_span"]["steps"] > 100
     assert out.stat().st_size > 1000
+
+
+def _train_cli(argv, capsys):
+    import json
+
+    from forescale_cli.main import main
+
+    code = main(["train", *argv])
+    captured = capsys.readouterr()
+    return code, (json.loads(captured.out) if code == 0 and captured.out.strip() else None), captured.err
+
+
+def test_fine_tune_on_the_service_own_series_loads_as_a_model_ref(prometheus, tmp_path, capsys):
+    from forescale_predictor import load_forecaster
+
+    url, start, end = prometheus
+    out = tmp_path / "chat.pt"
+    code, result, err = _train_cli(["--prometheus", url, "--namespace", "ml", "--deployment", "chat", "--pool", "a",
+                                    "--start", str(start), "--end", str(end), "--out", str(out), "--json", "--epochs", "2",
+                                    "--quiet"], capsys)
+    assert code == 0, err
+    assert result["features"] == ["latency_ms", "rate"] and result["source"].endswith("ml/chat pool a (forescale preset)")
+    assert result["training_span"]["steps"] > 400
+    model = load_forecaster(out)  # what the operator does with the ConfigMap's bytes
+    assert model.config == load_forecaster().config  # same shape and data contract as the packaged model
+    assert model.metadata["fine_tuned_from"] == "predictor/scripts/train_default_model.py"
+
+
+@pytest.mark.parametrize("argv, message", [
+    # 5 minutes = 20 points of 15 s: less than one window of the packaged model (16 + 12 steps)
+    (lambda s, e: ["--start", str(e - 300), "--end", str(e)], "fine-tuning needs at least 28 (one window"),
+    (lambda s, e: ["--start", str(s), "--end", str(e), "--preset", "nope"], "--preset must be one of"),
+    (lambda s, e: ["--start", str(s), "--end", str(e), "--query", "up"], "do not give --query"),
+    (lambda s, e: ["--start", str(s), "--end", str(e), "--namespace", "other"], "has no data for"),
+])
+def test_fine_tune_bad_input_is_one_line_and_exit_2(prometheus, tmp_path, capsys, argv, message):
+    url, start, end = prometheus
+    code, _, err = _train_cli(["--prometheus", url, "--deployment", "chat", "--namespace", "ml", *argv(start, end),
+                               "--out", str(tmp_path / "m.pt"), "--quiet"], capsys)
+    assert code == 2 and message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err

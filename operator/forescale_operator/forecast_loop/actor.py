@@ -17,7 +17,7 @@ import logging
 import time
 from typing import Any, Callable, Mapping
 
-from forescale_predictor.forecast_types import Forecast
+from forescale_predictor.forecast_types import LATENCY_MS, RATE, Forecast
 
 from ..admin_client import AdminClient, summarize
 from ..capacity_annotation import engine_params
@@ -34,7 +34,7 @@ from ..kube.refs import INFERENCE_DEPLOYMENTS
 from ..status import StatusUpdate, write_status
 from ..weights import Weights
 from .admin_token import read_admin_token
-from .forecaster import CONFIG_MAPS
+from .forecaster import CONFIG_MAPS, ForecastReport
 from .memory import ResourceMemory
 from .metrics import LoopReadings
 from .pods import PoolPods, read_pods
@@ -59,6 +59,12 @@ _REPORTED_BY = {
     ActionKind.ENABLE_DEBUG_LOGGING: frozenset({Reason.DEBUG_LOGGING_ENABLED}),
     ActionKind.SAVE_SNAPSHOT: frozenset({Reason.SNAPSHOT_SAVED}),
 }
+
+
+def _forecast_report(deps: Any, owner: Owner) -> ForecastReport | None:
+    """The forecaster seam's report on this resource (None for a seam without one, e.g. a test fake)."""
+    report = getattr(getattr(deps, "forecaster", None), "report", None)
+    return report(owner.uid) if callable(report) else None
 
 
 def _iso(epoch: float | None) -> str | None:
@@ -139,9 +145,10 @@ class Actor:
             for event in decision.events:
                 await deps.events.post(event.reason, event.message)
 
-        self._record_status(update, spec, decision, forecast, observations, memory, now, owner)
+        report = _forecast_report(deps, owner)
+        self._record_status(update, spec, decision, forecast, observations, memory, now, owner, report)
         self._record_telemetry(owner, spec, decision, forecast, observations, observation,
-                               decided - started + forecast_seconds)
+                               decided - started + forecast_seconds, report)
         return decision
 
     # -- acting ------------------------------------------------------------
@@ -264,7 +271,8 @@ class Actor:
     # -- reporting ---------------------------------------------------------
 
     def _record_status(self, update: Any, spec: InferenceSpec, decision: Decision, forecast: Forecast | None,
-                       readings: LoopReadings, memory: ResourceMemory, now: float, owner: Owner) -> None:
+                       readings: LoopReadings, memory: ResourceMemory, now: float, owner: Owner,
+                       report: ForecastReport | None = None) -> None:
         update.phase(decision.phase)
         for pool in ("a", "b"):
             update.pool(pool, desired=decision.desired_replicas[pool], runtime_precision=decision.runtime_precision[pool],
@@ -281,6 +289,13 @@ class Actor:
         if not readings.sample.available:
             update.condition(ConditionType.METRICS_AVAILABLE, False, "MetricsUnavailable",
                              (readings.sample.error or "no data")[:300] + "; replicas held")
+        online = report.online if report is not None else {}
+        if report is not None and report.problem:
+            # the named model was refused: the packaged default forecasts, but the resource is not as asked
+            update.condition(ConditionType.FORECAST_READY, False, "ModelRejected", report.problem[:300])
+        elif forecast is None and online.get("model") == "none":
+            update.condition(ConditionType.FORECAST_READY, False, "NoForecast",
+                             f"no forecast: {online.get('reason', '')}"[:300] + "; sizing on the observed rate")
         if forecast is not None:
             upper = forecast.upper("latency_ms")
             memory.score(now, readings.sample.latency_ms, forecast.step_seconds / 2)
@@ -288,15 +303,30 @@ class Actor:
             fields = {"peakLatencyMs": round(forecast.peak_latency_ms, 1), "peakRate": round(forecast.peak_rate, 2),
                       "horizonSeconds": int(forecast.horizon_seconds), "model": forecast.model,
                       "generatedAt": _iso(forecast.generated_at)}
-            error, coverage = memory.recent_error_ms(), memory.band_coverage()
-            if error is not None:
-                fields["recentErrorMs"] = round(error, 1)
-            if coverage is not None:
-                fields["bandCoverage"] = round(coverage, 3)
+            if report is not None:
+                fields["modelSource"] = report.source
+            if online:
+                # rolling figures of the forecasts actually used, scored at the horizon (OnlineForecaster)
+                fields["selection"] = str(online.get("reason", ""))[:300]
+                fields["nominalCoverage"] = online["nominal_coverage"]
+                for key, value, digits in (
+                        ("recentErrorMs", online["rolling_mae"].get(LATENCY_MS), 1),
+                        ("bandCoverage", online["rolling_coverage"].get(LATENCY_MS), 3),
+                        ("recentErrorRate", online["rolling_mae"].get(RATE), 3),
+                        ("rateBandCoverage", online["rolling_coverage"].get(RATE), 3)):
+                    if value is not None:
+                        fields[key] = round(value, digits)
+            else:
+                error, coverage = memory.recent_error_ms(), memory.band_coverage()
+                if error is not None:
+                    fields["recentErrorMs"] = round(error, 1)
+                if coverage is not None:
+                    fields["bandCoverage"] = round(coverage, 3)
             update.forecast(**fields)
 
     def _record_telemetry(self, owner: Owner, spec: InferenceSpec, decision: Decision, forecast: Forecast | None,
-                          readings: LoopReadings, observation: Any, seconds: float) -> None:
+                          readings: LoopReadings, observation: Any, seconds: float,
+                          report: ForecastReport | None = None) -> None:
         t = self.telemetry
         if t is None:
             return
@@ -312,3 +342,7 @@ class Actor:
             t.record_forecast_error(ns, name, memory.recent_error_ms())
         if forecast is not None:
             t.record_forecast(ns, name, forecast.latency_ms, forecast.rate, forecast.peak_latency_ms, forecast.peak_rate)
+        online = report.online if report is not None else {}
+        if online and hasattr(t, "record_forecast_quality"):
+            t.record_forecast_quality(ns, name, online.get("model") or "", online["nominal_coverage"],
+                                      online["rolling_coverage"], online["rolling_mae"])

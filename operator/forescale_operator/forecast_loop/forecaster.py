@@ -1,23 +1,32 @@
 """The tick's forecaster seam: the predictor, with the model a resource names or the packaged default.
 
 A model named by `spec.forecast.modelRef` is read from the ConfigMap's
-binaryData and cached by the ConfigMap's resourceVersion. A model that cannot
-be read is reported (ForecastReady=False with the reason) and the packaged
-default is used instead; a history too short for the LSTM gets the
-predictor's declared baseline fallback (`Forecast.model` names it).
+binaryData and cached by the ConfigMap's resourceVersion. It is checked at
+load: a file that is not a model, or whose features the loop cannot feed
+(the loop's history holds latency_ms and rate, whatever the preset), is
+refused with the mismatch named; the resource then shows ForecastReady=False
+with that reason (the Actor reads `report`) and the packaged default forecasts.
+
+Each resource gets its own `OnlineForecaster` (predictor): the LSTM or the
+`ewm` baseline, whichever is ahead on rolling horizon MAE, with bands
+calibrated online. `report(uid)` says which model file is in use, which model
+forecast and why, and the rolling coverage and MAE at the horizon.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import datetime as dt
 import logging
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from forescale_predictor import load_forecaster
 from forescale_predictor.errors import ModelFormatError
-from forescale_predictor.forecast_types import Forecast
+from forescale_predictor.forecast_types import LATENCY_MS, RATE, Forecast
+from forescale_predictor.online_forecaster import OnlineForecaster
 
 from ..children import Owner
 from ..kube.refs import Ref
@@ -26,6 +35,49 @@ from .metrics import LoopReadings
 
 logger = logging.getLogger(__name__)
 CONFIG_MAPS = Ref("", "v1", "configmaps", "ConfigMap")
+#: what the loop's history holds (readings/history_buffer.py), for every preset
+LOOP_FEATURES = (LATENCY_MS, RATE)
+DEFAULT_SOURCE = "packaged default model"
+
+
+@dataclass
+class ForecastReport:
+    """What status and the operator's metrics say about one resource's forecaster."""
+
+    #: why the named model is not used (ForecastReady=False), or None
+    problem: str | None = None
+    #: which model file forecasts: the packaged default or the ConfigMap, with what it was trained on
+    source: str = DEFAULT_SOURCE
+    #: OnlineForecaster.status(): model, reason, nominal and rolling coverage, rolling MAE (empty without one)
+    online: dict = field(default_factory=dict)
+
+
+def model_mismatch(model: Any, preset: str) -> str | None:
+    """Why the loop cannot feed `model`, or None. Baselines (no config) read whatever the loop has."""
+    config = getattr(model, "config", None)
+    if config is None:
+        return None
+    unfed = [f for f in config.features if f not in LOOP_FEATURES]
+    if unfed:
+        return (f"the model reads features {unfed} that the {preset!r} preset does not give the loop "
+                f"(it gives {', '.join(LOOP_FEATURES)}); train it with --latency-column/--rate-column or "
+                f"--query/--rate-query so its features are latency_ms and rate")
+    if not any(t in LOOP_FEATURES for t in config.targets):
+        return f"the model forecasts {list(config.targets)}, none of {', '.join(LOOP_FEATURES)}"
+    return None
+
+
+def describe(model: Any, where: str) -> str:
+    """`where`, plus what the model says it was trained on and when (from its metadata)."""
+    meta = getattr(model, "metadata", None) or {}
+    parts = [where]
+    source = meta.get("source") or meta.get("trained_by")
+    if source:
+        parts.append(f"trained on {source}" if meta.get("source") else f"trained by {source}")
+    created = meta.get("created_at")
+    if isinstance(created, (int, float)):
+        parts.append(dt.datetime.fromtimestamp(created, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return ", ".join(parts)[:300]
 
 
 class LoopForecaster:
@@ -34,9 +86,13 @@ class LoopForecaster:
         self.api = api
         self._load = loader
         self._default: Any = None
-        self._custom: dict[tuple[str, str, str], Any] = {}
+        self._custom: dict[tuple[str, str, str], tuple[Any, str]] = {}
         #: the last problem with a resource's model, by uid (shown in ForecastReady)
         self.problems: dict[str, str] = {}
+        #: which model file each resource uses, by uid
+        self.sources: dict[str, str] = {}
+        #: each resource's OnlineForecaster and the model it wraps, by uid
+        self._online: dict[str, tuple[Any, OnlineForecaster]] = {}
         #: seconds the last forecast computed, by uid (the Actor adds it to the decision time)
         self.seconds: dict[str, float] = {}
 
@@ -49,6 +105,7 @@ class LoopForecaster:
         ref, api = spec.forecast, self.api
         if not ref.model_config_map or api is None:
             self.problems.pop(owner.uid, None)
+            self.sources[owner.uid] = DEFAULT_SOURCE
             return await asyncio.to_thread(self._default_model)
         problem = None
         try:
@@ -58,38 +115,78 @@ class LoopForecaster:
         if cm is not None:
             version = (cm.get("metadata") or {}).get("resourceVersion", "")
             key = (owner.namespace, ref.model_config_map, version)
-            if key in self._custom:
-                self.problems.pop(owner.uid, None)
-                return self._custom[key]
-            raw = (cm.get("binaryData") or {}).get(ref.model_key)
-            if raw is None:
-                problem = f"ConfigMap {ref.model_config_map} has no binaryData key {ref.model_key!r}"
+            where = f"ConfigMap {owner.namespace}/{ref.model_config_map} key {ref.model_key}"
+            cached = self._custom.get(key)
+            if cached is not None and cached[1] == ref.model_key:
+                problem = model_mismatch(cached[0], spec.metrics.preset)
+                if problem is None:
+                    return self._use(owner, cached[0], describe(cached[0], where))
+                problem = f"{where}: {problem}"
             else:
-                try:
-                    model = await asyncio.to_thread(self._load, base64.b64decode(raw))
-                    self._custom = {k: v for k, v in self._custom.items() if k[:2] != key[:2]}
-                    self._custom[key] = model
-                    self.problems.pop(owner.uid, None)
-                    return model
-                except (ModelFormatError, ValueError) as exc:
-                    problem = f"ConfigMap {ref.model_config_map}/{ref.model_key} is not a forecaster model: {exc}"
+                raw = (cm.get("binaryData") or {}).get(ref.model_key)
+                if raw is None:
+                    problem = f"ConfigMap {ref.model_config_map} has no binaryData key {ref.model_key!r}"
+                else:
+                    try:
+                        model = await asyncio.to_thread(self._load, base64.b64decode(raw))
+                    except (ModelFormatError, ValueError) as exc:
+                        problem = f"{where} is not a forecaster model: {exc}"
+                    else:
+                        self._custom = {k: v for k, v in self._custom.items() if k[:2] != key[:2]}
+                        self._custom[key] = (model, ref.model_key)
+                        mismatch = model_mismatch(model, spec.metrics.preset)
+                        if mismatch is None:
+                            return self._use(owner, model, describe(model, where))
+                        problem = f"{where}: {mismatch}"
         elif problem is None:
             problem = f"ConfigMap {ref.model_config_map} not found"
-        self.problems[owner.uid] = problem + "; using the packaged default model"
+        # cut the cause, not the conclusion: a condition message holds 300 characters
+        full = (problem if len(problem) <= 240 else problem[:239] + "…") + f"; using the {DEFAULT_SOURCE}"
+        if self.problems.get(owner.uid) != full:
+            logger.warning("%s/%s: %s", owner.namespace, owner.name, full)
+        self.problems[owner.uid] = full
+        self.sources[owner.uid] = DEFAULT_SOURCE
         return await asyncio.to_thread(self._default_model)
+
+    def _use(self, owner: Owner, model: Any, source: str) -> Any:
+        self.problems.pop(owner.uid, None)
+        self.sources[owner.uid] = source
+        return model
+
+    def _online_for(self, owner: Owner, model: Any) -> Any:
+        """The resource's OnlineForecaster over `model` (a new one when the model changed); a baseline is used as is."""
+        if getattr(model, "name", None) != "lstm":
+            self._online.pop(owner.uid, None)
+            return model
+        held = self._online.get(owner.uid)
+        if held is None or held[0] is not model:
+            held = (model, OnlineForecaster(model))
+            self._online[owner.uid] = held
+        return held[1]
+
+    def report(self, uid: str) -> ForecastReport:
+        held = self._online.get(uid)
+        return ForecastReport(problem=self.problems.get(uid), source=self.sources.get(uid, DEFAULT_SOURCE),
+                              online=held[1].status() if held is not None else {})
+
+    def forget(self, owner: Owner) -> None:
+        """Drop a deleted resource's model state (registration.py calls every seam's `forget`)."""
+        for table in (self.problems, self.sources, self._online, self.seconds):
+            table.pop(owner.uid, None)
 
     async def forecast(self, owner: Owner, spec: InferenceSpec, observations: LoopReadings | None) -> Forecast | None:
         if observations is None or not observations.sample.available or len(observations.history) == 0:
             return None
-        model = await self.model_for(owner, spec)
+        model = self._online_for(owner, await self.model_for(owner, spec))
         try:
             forecast, seconds = await asyncio.to_thread(_timed, model, observations.history)
-            self.seconds[owner.uid] = seconds
-            return forecast
         except Exception as exc:  # noqa: BLE001 - a forecast failure must never stop the loop
             self.problems[owner.uid] = f"forecast failed: {exc}"
             logger.warning("forecast for %s/%s failed: %s", owner.namespace, owner.name, exc)
             return None
+        self.seconds[owner.uid] = seconds
+        # nothing observed yet (all gaps): the engine sizes on the observed rate; status carries the reason
+        return None if forecast.model == "none" else forecast
 
 
 def _timed(model: Any, history: Any) -> tuple[Forecast, float]:

@@ -1,0 +1,148 @@
+"""Online calibration of a forecast band: adaptive conformal inference (Gibbs & Candès, 2021).
+
+A model's q0.1-q0.9 band is nominally 80%, but on a live series it is as
+good as the data the model was trained on. ACI keeps it honest online, per
+series, from the errors the loop sees anyway:
+
+- The *score* of an outcome y against a raw band [lo, hi] is the conformalized
+  quantile regression score `max(lo - y, y - hi) / width`, in units of the
+  band's own width so that one calibrator serves any scale (negative inside).
+- The issued band is `[lo - Q * width, hi + Q * width]`, with Q the
+  `1 - alpha_t` empirical quantile of the last `window` scores: Q > 0 widens,
+  Q < 0 narrows (never past the band's middle).
+- After each outcome, `alpha_t += gamma * (alpha - miss)`, where `miss` is 1
+  when y fell outside the band that was issued for it. Misses lower alpha_t
+  (wider bands), hits raise it. Gibbs & Candès show the long-run miss rate
+  then stays within (max(alpha_1, 1 - alpha) + gamma) / (gamma * T) of alpha
+  whatever the data do; the window lets Q follow a drifting series.
+
+Feedback comes a horizon late (the outcome of a 180 s forecast is known
+180 s later); the caller scores a forecast when its target time arrives.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Q never goes below this: a band narrowed to its middle (width 0) carries no information.
+MIN_Q = -0.5
+
+
+def band_width(lo: float, median: float, hi: float) -> float:
+    """The width that scales scores: the raw band's width, floored at 1% of the level (a collapsed band still scales)."""
+    return max(float(hi) - float(lo), 0.01 * abs(float(median)), 1e-9)
+
+
+def score(lo: float, median: float, hi: float, y: float) -> float:
+    """The CQR score of outcome y against the raw band: <= 0 inside, in band widths."""
+    return max(float(lo) - y, y - float(hi)) / band_width(lo, median, hi)
+
+
+@dataclass
+class AdaptiveConformal:
+    """One series' (and target's) ACI state; see the module docstring.
+
+    `coverage` is the nominal share of outcomes the band should hold,
+    `gamma` the step size of alpha_t, `window` how many recent scores set Q.
+    """
+
+    coverage: float = 0.8
+    gamma: float = 0.02
+    window: int = 300
+    alpha_t: float = field(init=False)
+    scores: deque = field(init=False)
+    #: 1 per scored outcome inside the issued band, 0 outside (the rolling coverage)
+    hits: deque = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.coverage < 1:
+            raise ValueError(f"coverage must be in (0, 1), got {self.coverage}")
+        if not 0 < self.gamma < 1 or self.window < 1:
+            raise ValueError(f"need 0 < gamma < 1 and window >= 1, got {self.gamma}, {self.window}")
+        self.alpha_t = 1.0 - self.coverage
+        self.scores = deque(maxlen=self.window)
+        self.hits = deque(maxlen=self.window)
+
+    @property
+    def alpha(self) -> float:
+        return 1.0 - self.coverage
+
+    def q(self) -> float:
+        """The current widening in band widths (0 before any outcome)."""
+        if not self.scores:
+            return 0.0
+        level = 1.0 - self.alpha_t
+        scores = np.fromiter(self.scores, dtype=np.float64)
+        if level >= 1.0:
+            # alpha_t <= 0: ACI's band is infinite; the widest score seen, plus its own size again, stands in
+            top = float(scores.max())
+            return max(top, 0.0) * 2.0 + 1.0
+        if level <= 0.0:
+            return MIN_Q
+        return max(float(np.quantile(scores, level)), MIN_Q)
+
+    def band(self, lo: np.ndarray, median: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The issued band for raw quantile arrays (every horizon step gets the same Q, scaled by its width)."""
+        lo, median, hi = (np.asarray(a, dtype=np.float64) for a in (lo, median, hi))
+        width = np.maximum(np.maximum(hi - lo, 0.01 * np.abs(median)), 1e-9)
+        q = self.q()
+        new_lo, new_hi = lo - q * width, hi + q * width
+        # narrowing stops at the median: the band always holds the point forecast
+        return np.minimum(new_lo, median), np.maximum(new_hi, median)
+
+    def update(self, raw: tuple[float, float, float], issued: tuple[float, float], y: float) -> None:
+        """Learn from outcome y of a forecast whose raw band was `raw` (lo, median, hi) and issued band `issued`."""
+        if not np.isfinite(y) or not all(np.isfinite(raw)):
+            return
+        hit = issued[0] <= y <= issued[1]
+        self.hits.append(1.0 if hit else 0.0)
+        self.alpha_t += self.gamma * (self.alpha - (0.0 if hit else 1.0))
+        self.scores.append(score(raw[0], raw[1], raw[2], y))
+
+    def rolling_coverage(self) -> float | None:
+        """Share of recent outcomes inside their issued band (None before any)."""
+        return float(np.mean(self.hits)) if self.hits else None
+
+    def seed(self, raw_bands: np.ndarray, outcomes: np.ndarray) -> None:
+        """Start from errors seen before going live (validation windows): scores only, alpha_t untouched."""
+        for (lo, median, hi), y in zip(np.asarray(raw_bands, dtype=np.float64), np.asarray(outcomes, dtype=np.float64)):
+            if np.isfinite(y) and np.isfinite([lo, median, hi]).all():
+                self.scores.append(score(lo, median, hi, y))
+
+
+def calibrate_backtest(pred: np.ndarray, truth: np.ndarray, at: np.ndarray, horizon: int, *, coverage: float = 0.8,
+                       gamma: float = 0.02, window: int = 300, seed: tuple[np.ndarray, np.ndarray] | None = None,
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Run ACI over a backtest's origins in time order, as the loop would.
+
+    `pred` [N, Q, H] (lowest, median and highest quantile at indices 0, Q//2, -1),
+    `truth` [N] the outcome at the final horizon step of each origin `at` [N].
+    The forecast at origin o only learns from origins whose outcome time
+    o' + horizon <= o (nothing later). `seed` (raw bands [M, 3], outcomes [M])
+    are errors from before the test part. Returns (the calibrated forecasts
+    [N, Q, H], hit [N]: 1/0 inside the issued final-step band, NaN unscored).
+    """
+    aci = AdaptiveConformal(coverage, gamma, window)
+    if seed is not None:
+        aci.seed(*seed)
+    out = np.array(pred, dtype=np.float64)
+    hits = np.full(len(at), np.nan)
+    m = pred.shape[1] // 2
+    issued: list[tuple[float, float]] = []
+    learned = 0
+    for i, origin in enumerate(at):
+        while learned < i and at[learned] + horizon <= origin:
+            j = learned
+            raw = (pred[j, 0, -1], pred[j, m, -1], pred[j, -1, -1])
+            if np.isfinite(truth[j]):
+                aci.update(raw, issued[j], float(truth[j]))
+            learned += 1
+        lo, hi = aci.band(pred[i, 0], pred[i, m], pred[i, -1])
+        out[i, 0], out[i, -1] = lo, hi
+        issued.append((float(lo[-1]), float(hi[-1])))
+        if np.isfinite(truth[i]):
+            hits[i] = 1.0 if lo[-1] <= truth[i] <= hi[-1] else 0.0
+    return out, hits

@@ -1,0 +1,75 @@
+"""Adaptive conformal inference: the issued band converges to its nominal coverage whatever the raw band's error."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from forescale_predictor.conformal import AdaptiveConformal, calibrate_backtest
+
+
+def _run(noise, raw_half_width, steps=4000, coverage=0.8, delay=0, seed=0):
+    """Outcomes y = 100 + noise around a raw band 100 +- raw_half_width; coverage of the issued band after warm-up."""
+    rng = np.random.default_rng(seed)
+    aci = AdaptiveConformal(coverage=coverage, gamma=0.02, window=300)
+    queue, hits = [], []
+    for i in range(steps):
+        raw = (100.0 - raw_half_width, 100.0, 100.0 + raw_half_width)
+        lo, hi = aci.band(np.array([raw[0]]), np.array([raw[1]]), np.array([raw[2]]))
+        y = 100.0 + noise(rng)
+        queue.append((raw, (float(lo[0]), float(hi[0])), y))
+        if len(queue) > delay:  # the outcome arrives `delay` forecasts later
+            r, issued, outcome = queue.pop(0)
+            aci.update(r, issued, outcome)
+            if i > 1000:
+                hits.append(issued[0] <= outcome <= issued[1])
+    return float(np.mean(hits))
+
+
+GAUSS = lambda rng: rng.normal(0, 10)  # noqa: E731
+HEAVY = lambda rng: 10 * rng.standard_t(3)  # noqa: E731
+SKEWED = lambda rng: rng.exponential(10) - 10  # noqa: E731
+
+
+@pytest.mark.parametrize("noise, half_width, delay", [
+    (GAUSS, 2.0, 0),     # raw band far too narrow (the issue's 53% case)
+    (GAUSS, 40.0, 0),    # far too wide
+    (GAUSS, 12.8, 12),   # right, with the horizon's 12-step delay
+    (HEAVY, 5.0, 12),    # heavy tails, delayed
+    (SKEWED, 5.0, 0),    # skewed noise
+])
+def test_aci_converges_to_nominal_coverage(noise, half_width, delay):
+    assert _run(noise, half_width, delay=delay) == pytest.approx(0.8, abs=0.03)
+
+
+def test_raw_band_coverage_is_what_the_noise_says_without_calibration():
+    # sanity of the synthetic setup: a +-2 band around N(0, 10) noise covers ~16%
+    assert stats.norm.cdf(0.2) - stats.norm.cdf(-0.2) == pytest.approx(0.16, abs=0.01)
+
+
+@pytest.mark.parametrize("coverage", [0.5, 0.8, 0.9])
+def test_other_nominal_levels(coverage):
+    assert _run(GAUSS, 5.0, coverage=coverage) == pytest.approx(coverage, abs=0.03)
+
+
+def test_backtest_calibration_learns_only_from_known_outcomes():
+    rng = np.random.default_rng(1)
+    n, horizon = 600, 12
+    at = np.arange(n)
+    truth = 100 + rng.normal(0, 10, n)
+    pred = np.tile(np.array([98.0, 100.0, 102.0])[:, None], (n, 1, horizon))
+    out, hits = calibrate_backtest(pred, truth, at, horizon)
+    # the first `horizon` origins have no outcome known yet: their bands are the raw ones
+    np.testing.assert_array_equal(out[:horizon], pred[:horizon])
+    # changing an outcome changes nothing issued before that outcome was known
+    later = truth.copy()
+    later[300] += 1000
+    out2, _ = calibrate_backtest(pred, later, at, horizon)
+    np.testing.assert_array_equal(out[: 300 + horizon], out2[: 300 + horizon])
+    assert not np.array_equal(out[300 + horizon], out2[300 + horizon])  # known from origin 312 on
+    assert np.nanmean(hits[200:]) == pytest.approx(0.8, abs=0.06)
+
+
+@pytest.mark.parametrize("kwargs", [{"coverage": 0.0}, {"coverage": 1.0}, {"gamma": 0.0}, {"window": 0}])
+def test_bad_settings_are_refused(kwargs):
+    with pytest.raises(ValueError):
+        AdaptiveConformal(**kwargs)

@@ -1,0 +1,105 @@
+"""The loop's forecaster for one series: scores past forecasts from the history, picks the model ahead,
+calibrates its band, and says which model forecast and why."""
+
+import numpy as np
+import pytest
+
+from forescale_predictor import Forecast, History, LATENCY_MS, RATE
+from forescale_predictor.online_forecaster import OnlineForecaster
+
+STEP, HORIZON = 15.0, 12
+
+
+class FakeLSTM:
+    """Forecasts the last value plus `bias`, with a band of +-`half` (an LSTM stand-in we can make good or bad)."""
+
+    name = "lstm"
+    step_seconds, horizon_seconds, quantiles = STEP, STEP * HORIZON, (0.1, 0.5, 0.9)
+
+    def __init__(self, bias=0.0, half=1.0):
+        self.bias, self.half = bias, half
+
+    def forecast(self, history):
+        parts = {}
+        for t in (LATENCY_MS, RATE):
+            last = float(np.asarray(history.features[t])[np.isfinite(history.features[t])][-1]) + self.bias
+            parts[t] = {0.1: np.full(HORIZON, last - self.half), 0.5: np.full(HORIZON, last),
+                        0.9: np.full(HORIZON, last + self.half)}
+        return Forecast(float(history.times[-1]), STEP, STEP * HORIZON, self.quantiles, parts[LATENCY_MS], parts[RATE], "lstm")
+
+
+def run(primary, n=400, noise=5.0, seed=0):
+    rng = np.random.default_rng(seed)
+    latency = 100 + rng.normal(0, noise, n)
+    rate = 20 + rng.normal(0, noise / 5, n)
+    times = 1_700_000_000.0 + STEP * np.arange(n)
+    online = OnlineForecaster(primary)
+    models = []
+    for i in range(20, n):
+        lo = max(0, i - 239)
+        f = online.forecast(History(STEP, times[lo : i + 1], {LATENCY_MS: latency[lo : i + 1], RATE: rate[lo : i + 1]}))
+        models.append(f.model)
+    return online, models
+
+
+@pytest.mark.parametrize("bias, leader, reason", [
+    (0.0, "ewm", "ewm: rolling MAE"),      # last value on white noise: the smoothed level is ahead
+    (-0.5, "ewm", "ewm: rolling MAE"),
+    (None, "lstm", "lstm: rolling MAE"),   # an LSTM that knows the mean beats ewm
+])
+def test_the_model_ahead_forecasts_and_status_says_why(bias, leader, reason):
+    primary = FakeLSTM(0.0 if bias is None else bias)
+    if bias is None:
+        primary.forecast = _oracle(primary.forecast)
+    online, models = run(primary)
+    status = online.status()
+    assert status["model"] == leader and status["reason"].startswith(reason) and " over " in status["reason"]
+    assert models[:30] == ["lstm"] * 30  # nothing is scored yet: the LSTM forecasts
+    assert models[-1] == leader
+
+
+def _oracle(forecast):
+    def at_mean(history):
+        f = forecast(history)
+        for t, mean in ((LATENCY_MS, 100.0), (RATE, 20.0)):
+            for q, off in ((0.1, -1.0), (0.5, 0.0), (0.9, 1.0)):
+                f._target(t)[q][:] = mean + off
+        return f
+    return at_mean
+
+
+@pytest.mark.parametrize("half", [0.5, 30.0])
+def test_the_issued_band_is_calibrated_whatever_the_raw_band(half):
+    primary = FakeLSTM(0.0, half)
+    primary.forecast = _oracle_band(primary.forecast, half)
+    online, _ = run(primary, n=800)
+    coverage = online.status()["rolling_coverage"][LATENCY_MS]
+    assert coverage == pytest.approx(0.8, abs=0.07)
+
+
+def _oracle_band(forecast, half):
+    def at_mean(history):
+        f = forecast(history)
+        for t, mean in ((LATENCY_MS, 100.0), (RATE, 20.0)):
+            f._target(t)[0.1][:], f._target(t)[0.5][:], f._target(t)[0.9][:] = mean - half, mean, mean + half
+        return f
+    return at_mean
+
+
+def test_status_reports_rolling_mae_at_the_horizon():
+    online, _ = run(FakeLSTM(0.0), n=300, noise=0.0)  # a flat series: every forecast is exact
+    status = online.status()
+    assert status["rolling_mae"][LATENCY_MS] == pytest.approx(0.0, abs=1e-9)
+    assert status["scored"][LATENCY_MS] > 200 and status["nominal_coverage"] == 0.8
+
+
+def test_a_missing_outcome_is_not_scored():
+    primary = FakeLSTM(0.0)
+    online = OnlineForecaster(primary)
+    times = 1_700_000_000.0 + STEP * np.arange(60)
+    latency = np.full(60, 100.0)
+    latency[40:] = np.nan  # idle: no latency to score against
+    for i in range(20, 60):
+        online.forecast(History(STEP, times[: i + 1], {LATENCY_MS: latency[: i + 1], RATE: np.full(i + 1, 5.0)}))
+    scored = online.status()["scored"]
+    assert scored[RATE] > scored[LATENCY_MS]
