@@ -4,6 +4,8 @@ beside the traces. They are read from there, never copied into the repository.""
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 from pathlib import Path
 from typing import Any, Mapping
@@ -11,6 +13,7 @@ from typing import Any, Mapping
 import yaml
 
 _REPO = Path(__file__).resolve().parents[2]
+log = logging.getLogger("forescale.devcluster")
 
 
 def conformance_dir(env: Mapping[str, str] | None = None) -> Path | None:
@@ -31,4 +34,31 @@ def load_crd(relative: str, env: Mapping[str, str] | None = None) -> dict[str, A
     root = conformance_dir(env)
     if root is None or not (root / relative).is_file():
         return None
-    return yaml.safe_load((root / relative).read_text())
+    return _read(str(root / relative))
+
+
+@functools.lru_cache(maxsize=16)
+def _read(path: str) -> dict[str, Any]:
+    # Every emulated API server of a test run reads the same files; parse them once (callers only read).
+    return yaml.safe_load(Path(path).read_text())
+
+
+#: plural -> (file under the conformance folder, version the emulator serves)
+ROUTE_CRDS = {
+    "httproutes": ("gateway-api/gateway.networking.k8s.io_httproutes.yaml", "v1"),
+    "virtualservices": ("istio/networking.istio.io_virtualservices.yaml", "v1"),
+}
+
+
+def route_schemas(env: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """plural -> the official openAPIV3Schema (CEL rules included) of each route kind
+    found; a warning names what is missing, and those routes are stored unchecked."""
+    found = {}
+    for plural, (relative, version) in ROUTE_CRDS.items():
+        crd = load_crd(relative, env)
+        if crd is None:
+            log.warning("official CRD %s not found (set FORESCALE_CONFORMANCE to the conformance folder): "
+                        "%s are stored without schema or CEL checks", relative, plural)
+            continue
+        found[plural] = next(v["schema"]["openAPIV3Schema"] for v in crd["spec"]["versions"] if v["name"] == version)
+    return found
