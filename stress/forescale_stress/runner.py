@@ -152,8 +152,8 @@ class Runner:
         timeout = aiohttp.ClientTimeout(total=cfg.timeout_s)
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
             if cfg.probe_s > 0:
-                latencies = await probe(session, cfg.target.url, picker.next, cfg.probe_s)
-                cfg = replace(cfg, ramp=replace(cfg.ramp, start_rate=start_rate_from_probe(latencies)))
+                answered, took = await probe(session, cfg.target.url, picker.next, cfg.probe_s)
+                cfg = replace(cfg, ramp=replace(cfg.ramp, start_rate=start_rate_from_probe(answered, took)))
                 self.config, self._rate = cfg, cfg.ramp.start_rate
             warmed = 0
             if cfg.warmup_s > 0:

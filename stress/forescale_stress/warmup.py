@@ -9,8 +9,8 @@ first step's load for a while and throws its samples away.
 
 from __future__ import annotations
 
+import asyncio
 import random
-import statistics
 import time
 from typing import Callable
 
@@ -20,38 +20,42 @@ from forescale_stress.errors import StressError
 from forescale_stress.loadgen import LoadGenerator
 from forescale_stress.schedule import arrival_offsets
 
-#: the probe's start rate is this share of what one connection gets through one
-#: request at a time: a batching server's knee is at or above that rate, so
-#: half of it starts the ramp below the knee
+#: requests the probe keeps in flight: enough for a batching server to form batches
+PROBE_CONNECTIONS = 8
+#: the first step offers this share of what the probe got through: the probe
+#: holds the server at full load, so half of it starts the ramp below the knee
 PROBE_SHARE = 0.5
 
 
-def start_rate_from_probe(latencies_ms: list[float]) -> float:
-    """The first step's rate from the latencies of sequential probe requests:
-    half the serial rate, taken from the median (the probe's first requests
-    are cold), at least 1 request/s."""
-    if not latencies_ms:
+def start_rate_from_probe(answered: int, seconds: float) -> float:
+    """The first step's rate: half the throughput the probe measured (answered
+    requests per second with PROBE_CONNECTIONS in flight), at least 1 request/s."""
+    if answered <= 0:
         raise StressError("the probe got no successful answer: is the server up and serving this endpoint? "
                           "(or give --start-rate)")
-    median_s = statistics.median(latencies_ms) / 1000.0
-    return max(1.0, round(PROBE_SHARE / max(median_s, 1e-4), 1))
+    return max(1.0, round(PROBE_SHARE * answered / seconds, 1))
 
 
-async def probe(session: aiohttp.ClientSession, url: str, next_body: Callable[[], bytes], seconds: float) -> list[float]:
-    """Latencies (ms) of successful requests sent one after another for `seconds`."""
-    latencies = []
-    deadline = time.perf_counter() + seconds
-    while time.perf_counter() < deadline:
-        sent = time.perf_counter()
-        try:
-            async with session.post(url, data=next_body(), headers={"Content-Type": "application/json"}) as resp:
-                await resp.read()
-                ok = 200 <= resp.status < 300
-        except (TimeoutError, aiohttp.ClientError):
-            ok = False
-        if ok:
-            latencies.append((time.perf_counter() - sent) * 1000.0)
-    return latencies
+async def probe(session: aiohttp.ClientSession, url: str, next_body: Callable[[], bytes], seconds: float,
+                connections: int = PROBE_CONNECTIONS) -> tuple[int, float]:
+    """(successful answers, seconds taken) with `connections` requests kept in
+    flight, each sent as soon as the previous one on its connection answered."""
+    started = time.perf_counter()
+    deadline = started + seconds
+
+    async def worker() -> int:
+        answered = 0
+        while time.perf_counter() < deadline:
+            try:
+                async with session.post(url, data=next_body(), headers={"Content-Type": "application/json"}) as resp:
+                    await resp.read()
+                    answered += 200 <= resp.status < 300
+            except (TimeoutError, aiohttp.ClientError):
+                pass
+        return answered
+
+    counts = await asyncio.gather(*(worker() for _ in range(connections)))
+    return sum(counts), time.perf_counter() - started
 
 
 async def warm_up(session: aiohttp.ClientSession, url: str, next_body: Callable[[], bytes], rate: float, seconds: float,

@@ -11,19 +11,18 @@ from forescale_stress.warmup import start_rate_from_probe
 from conftest import start_fake_server
 
 
-@pytest.mark.parametrize("latencies_ms, rate", [
-    ([20.0, 20.0, 20.0], 25.0),           # half of 50 req/s served one at a time
-    ([900.0, 20.0, 20.0, 20.0, 20.0], 25.0),  # a cold first request does not move the median
-    ([100.0], 5.0),
-    ([5000.0], 1.0),                     # never below 1 req/s
+@pytest.mark.parametrize("answered, seconds, rate", [
+    (500, 5.0, 50.0),   # half of the 100 req/s the probe got through
+    (101, 2.0, 25.2),
+    (3, 5.0, 1.0),      # never below 1 req/s
 ])
-def test_start_rate_is_half_the_serial_rate_from_the_median(latencies_ms, rate):
-    assert start_rate_from_probe(latencies_ms) == rate
+def test_start_rate_is_half_the_probed_throughput(answered, seconds, rate):
+    assert start_rate_from_probe(answered, seconds) == rate
 
 
 def test_a_probe_without_answers_is_a_clear_error():
     with pytest.raises(StressError, match="the probe got no successful answer"):
-        start_rate_from_probe([])
+        start_rate_from_probe(0, 5.0)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -47,7 +46,7 @@ def test_probe_then_uncounted_warmup_then_the_ramp(stress, tmp_path):
     assert result.code == 0, result.err
     report = result.json()
     assert report["start_rate_from"] == "probe"
-    # one request at a time takes at least the 20 ms service time: at most 25 req/s to start
+    # one worker, 20 ms a request: the probe gets at most 50 req/s through, so the start is at most 25
     assert 1.0 <= report["start_rate"] <= 25.0
     assert report["warmup_seconds"] == 2.0 and report["warmup_requests"] == round(report["start_rate"] * 2)
     assert report["before_ramp_seconds"] >= 3.0
