@@ -36,7 +36,7 @@ def build_config(
     max_requests: Optional[int], max_seconds: float, arrivals: str, seed: int, connections: int,
     request_timeout: float, model: str, distinct_inputs: int, zipf: float, fault: list[str],
     degrade: list[str], kill_pid: Optional[int], fault_grace: float, degrade_window: float,
-    window_min_samples: int, recovery_window: float = 5.0, warmup_seconds: float = 0.0, probe_seconds: float = 5.0,
+    window_min_samples: int, recovery_window: float = 5.0, warmup_seconds: float = 0.0, probe_seconds: float = 10.0,
 ) -> RunConfig:
     """Validate every option and build the run's config; raises StressError
     naming the first problem. No network access happens here."""
@@ -134,7 +134,8 @@ def stress(
     url: str = typer.Option(..., "--url", help="OpenAI endpoint: http://host:port[/v1/embeddings|/v1/completions]"),
     start_rate: Optional[float] = typer.Option(None, help="offered rate of the first step, requests/s "
                                                "(default: half the serial rate a short probe measures)"),
-    probe_seconds: float = typer.Option(5.0, help="length of the probe that sets the first rate without --start-rate"),
+    probe_seconds: float = typer.Option(10.0, help="length of the probe that sets the first rate without --start-rate "
+                                        "(its first half is the server's cold path and is not counted)"),
     warmup_seconds: float = typer.Option(30.0, help="load at the first rate before the ramp, not counted "
                                          "(the server's cold path); the ramp's clock and fault times start after it"),
     step_percent: float = typer.Option(10.0, help="rate increase per step, % of the previous step (0 holds)"),

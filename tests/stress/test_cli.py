@@ -135,9 +135,9 @@ BAD = [
     (["--url", "{plain}", "--step-percent", "-10"], "--step-percent must be >= 0"),
     (["--url", "{plain}", "--max-requests", "0"], "--max-requests must be >= 1"),
     (["--url", "{plain}", "--fault", "at=1s,cache_flush"], "need the admin token"),
-    (["--url", "{plain}", "--degrade", "at=50s,warmup"], "ends after the load stops at 45s"),
+    (["--url", "{plain}", "--degrade", "at=50s,warmup"], "ends after the load stops at 40s"),
     (["--url", "{plain}", "--fault", "at=45s,slowdown=2,seconds=5", "--admin-token-file", "/dev/null"],
-     "plus a 5s recovery window is past the load's stop at 45s (--max-seconds minus the drain, the probe and the warm-up)"),
+     "plus a 5s recovery window is past the load's stop at 40s (--max-seconds minus the drain, the probe and the warm-up)"),
     (["--url", "{plain}", "--plot", "/nonexistent/dir/x.png"], "folder /nonexistent/dir does not exist"),
 ]
 
