@@ -18,7 +18,7 @@ export TRANSFORMERS_OFFLINE := 1
 
 PYTEST_ARGS ?=
 
-.PHONY: help venv system-deps tools test lint bench demo crds-chart clean
+.PHONY: help venv system-deps tools test lint bench demo crds-chart chart-readme clean
 
 help:
 	@echo "make demo   - run the whole loop on this machine (emulated cluster, real operator, real Prometheus)"
@@ -69,6 +69,10 @@ demo: venv system-deps
 # tests/chart fails on drift.
 crds-chart: venv
 	$(PY) devtools/gen_chart_crds.py
+
+# The chart's README is generated from values.yaml's `# --` comments; tests/chart fails on drift.
+chart-readme: venv
+	$(PY) devtools/gen_chart_readme.py
 
 clean:
 	rm -rf $(VENV) $(BIN) .cache .pytest_cache

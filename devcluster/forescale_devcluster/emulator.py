@@ -25,6 +25,7 @@ import kmock
 
 from . import store
 from .changelog import ChangeLog
+from .conformance import route_schemas
 from .faults import FaultPlan, status_body
 from .object_writes import ObjectWrites
 from .paths import ApiPath, parse_api_path
@@ -325,7 +326,7 @@ def make_apiserver(crds: list[Mapping[str, Any]] = (), *, serve_routes: bool = T
     """A server with the built-in kinds, the route kinds (unless told not to) and the given CRDs served."""
     server = EmulatedApiServer(ready_deployments=ready_deployments, request_log=request_log if request_log is not None else RequestLog())
     server.registry.add(builtin_resources())
-    routes = route_resources()
+    routes = route_resources(route_schemas())
     for route in routes:
         route.served = serve_routes
     server.registry.add(routes)

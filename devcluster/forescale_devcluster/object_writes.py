@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
-from . import crd_validation, store
+from . import builtin_validation, crd_validation, store
 from .resources import ServedResource, from_crd
 
 
@@ -77,10 +77,12 @@ class ObjectWrites:
         return new
 
     def _admit(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
-        """Default and validate a custom resource against its CRD's schema and CEL rules (422 when invalid)."""
+        """Default and validate a custom resource against its CRD's schema and CEL rules, a built-in kind
+        against its official schema (422 when invalid)."""
         if res.schema is None:
-            return obj
-        defaulted, errors = crd_validation.validate(obj, res.schema)
+            defaulted, errors = obj, builtin_validation.builtin_errors(res.kind, obj)
+        else:
+            defaulted, errors = crd_validation.validate(obj, res.schema)
         if errors:
             name = obj.get("metadata", {}).get("name", "")
             raise store.ApiError(422, f'{res.kind}.{res.group} "{name}" is invalid: ' + "; ".join(errors), "Invalid",

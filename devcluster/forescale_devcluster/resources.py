@@ -90,13 +90,15 @@ def builtin_resources() -> list[ServedResource]:
     ]
 
 
-def route_resources() -> list[ServedResource]:
-    """Gateway API HTTPRoute and Istio VirtualService: served unless a test says otherwise."""
+def route_resources(schemas: Mapping[str, Mapping[str, Any]] | None = None) -> list[ServedResource]:
+    """Gateway API HTTPRoute and Istio VirtualService: served unless a test says otherwise;
+    validated (schema and CEL) against `schemas[plural]`, their official CRDs' schemas, when given."""
+    schemas = schemas or {}
     return [
         _builtin("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute", categories=("gateway-api",),
-                 subresources=("status",)),
+                 subresources=("status",), schema=schemas.get("httproutes")),
         _builtin("networking.istio.io", "v1", "virtualservices", "VirtualService", short_names=("vs",),
-                 categories=("istio-io", "networking-istio-io")),
+                 categories=("istio-io", "networking-istio-io"), schema=schemas.get("virtualservices")),
     ]
 
 

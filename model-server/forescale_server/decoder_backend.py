@@ -69,6 +69,8 @@ class DecoderBackend:
         self._variants["fp32"] = model
         cfg = model.config
         self.max_context = int(getattr(cfg, "max_position_embeddings", 2048))
+        #: token-id prompts at or over this are refused before they reach a batch
+        self.vocab_size = int(cfg.vocab_size)
         heads = cfg.num_attention_heads
         kv_heads = getattr(cfg, "num_key_value_heads", None) or heads
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
@@ -81,8 +83,9 @@ class DecoderBackend:
     def supported_precisions(self) -> tuple[str, ...]:
         return ("fp32", "fp16", "bf16") if self.device.type == "cuda" else ("fp32", "bf16", "int8")
 
-    def _encode(self, prompt: str) -> list[int]:
-        ids = self.tokenizer.encode(prompt).ids
+    def _encode(self, prompt: str | tuple[int, ...]) -> list[int]:
+        # A token-id prompt is taken as given (the server checked it against vocab_size).
+        ids = list(prompt) if isinstance(prompt, tuple) else self.tokenizer.encode(prompt).ids
         return ids or [0]
 
     def generate(self, prompt: str, max_tokens: int, model: nn.Module | None = None) -> tuple[list[int], int]:

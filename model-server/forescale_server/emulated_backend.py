@@ -41,6 +41,15 @@ def _unit_vectors(n: int, dim: int, seed: int = 0) -> list[str]:
     return out
 
 
+def _token_count(item: str | tuple[int, ...]) -> int:
+    """Tokens of an input: words of a text (emulation has no tokenizer), or the token ids given."""
+    return len(item) if isinstance(item, tuple) else max(1, len(item.split()))
+
+
+def _key_bytes(item: str | tuple[int, ...]) -> bytes:
+    return item.encode() if isinstance(item, str) else b",".join(str(t).encode() for t in item)
+
+
 class _EmulatedBase:
     emulated = True
 
@@ -74,6 +83,9 @@ class EmulatedEncoder(_EmulatedBase):
     """An encoder pod: batch time `base + per_item * b` from the profile."""
 
     task = EMBEDDINGS
+    #: BERT's uncased WordPiece vocabulary, all-MiniLM-L6-v2's: token-id inputs are
+    #: bounded as the real server bounds them
+    vocab_size = 30522
 
     def __init__(self, profile: EncoderProfile, model_name: str, precision: str):
         super().__init__(model_name, precision)
@@ -87,7 +99,7 @@ class EmulatedEncoder(_EmulatedBase):
     async def run_batch(self, items: list[str]) -> BatchResult:
         seconds = self.profile.batch_ms(self.precision, len(items)) / 1000.0
         await asyncio.sleep(seconds)
-        outputs = [(self._vectors[zlib.crc32(text.encode()) % _VECTORS], max(1, len(text.split()))) for text in items]
+        outputs = [(self._vectors[zlib.crc32(_key_bytes(item)) % _VECTORS], _token_count(item)) for item in items]
         return BatchResult(outputs, compute_s=seconds)
 
 
@@ -105,7 +117,7 @@ class EmulatedDecoder(_EmulatedBase):
         log.warning("EMULATED GPU: profile %r (%s); compute is a sleep, text is not generated", self.profile.name, self.profile.source)
 
     async def run_batch(self, items: list[tuple[str, int]]) -> BatchResult:
-        prompt_tokens = [max(1, len(p.split())) for p, _ in items]
+        prompt_tokens = [_token_count(p) for p, _ in items]
         steps = max(n for _, n in items)
         ms = self.profile.prefill_ms(self.precision, sum(prompt_tokens))
         context = sum(prompt_tokens)

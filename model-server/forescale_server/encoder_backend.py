@@ -40,6 +40,15 @@ def _device(device: str) -> torch.device:
     return torch.device(device)
 
 
+class _TokenIds:
+    """A token-id input in the shape of a `tokenizers.Encoding` (only `.ids` is read)."""
+
+    __slots__ = ("ids",)
+
+    def __init__(self, ids: list[int]):
+        self.ids = ids
+
+
 class EncoderBackend:
     """Embeddings from a BERT-style encoder; precisions fp32, fp16, bf16 and int8 (CPU)."""
 
@@ -86,6 +95,8 @@ class EncoderBackend:
         model = AutoModel.from_pretrained(str(self.path), add_pooling_layer=False)
         self._variants["fp32"] = model.eval().to(self.device)
         self.dim = int(model.config.hidden_size)
+        #: token-id inputs at or over this are refused before they reach a batch
+        self.vocab_size = int(model.config.vocab_size)
         pin = self.device.type == "cuda"
 
         def allocate():
@@ -149,9 +160,17 @@ class EncoderBackend:
         """Embeddings at the precision in force."""
         return self.embed_with(self._variants[self.precision], texts)
 
-    def run_sync(self, texts: list[str]) -> BatchResult:
+    def _encode_items(self, items: list) -> list:
+        """Encodings of texts and token-id inputs, in input order. Token ids are
+        taken as given (this model's vocabulary, special tokens included when the
+        client wants them), truncated like text to the model's context."""
+        texts = [x for x in items if isinstance(x, str)]
+        encoded = iter(self.tokenizer.encode_batch(texts) if texts else [])
+        return [next(encoded) if isinstance(x, str) else _TokenIds(list(x[: self.max_len])) for x in items]
+
+    def run_sync(self, texts: list) -> BatchResult:
         t0 = time.perf_counter()
-        encodings = self.tokenizer.encode_batch(texts)
+        encodings = self._encode_items(texts)
         t1 = time.perf_counter()
         vectors = self._embed_encodings(self._variants[self.precision], encodings)
         if self.device.type == "cuda":

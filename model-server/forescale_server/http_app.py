@@ -10,6 +10,7 @@ from typing import Awaitable, Callable
 from aiohttp import web, web_protocol
 
 from . import admin_bodies
+from .completion_stream import completion_events
 from .errors import APIError
 from .request_parsing import decode_json_object, parse_completion_request, parse_embedding_request
 from .server import ModelServer
@@ -68,10 +69,27 @@ async def embeddings(request: web.Request) -> web.Response:
     return _json(await server.embeddings(req))
 
 
-async def completions(request: web.Request) -> web.Response:
+async def completions(request: web.Request) -> web.StreamResponse:
     server = request.app[SERVER_KEY]
     req = parse_completion_request(await _body(request, server), server.limits)
-    return _json(await server.completions(req))
+    result = await server.completions(req)
+    if not req.stream:
+        return _json(result)
+    # Errors come before the stream opens, so they stay plain JSON errors with their status.
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    for event in completion_events(result, req.include_usage):
+        await response.write(event)
+    await response.write_eof()
+    return response
+
+
+async def models(request: web.Request) -> web.Response:
+    return _json(request.app[SERVER_KEY].models())
+
+
+async def model(request: web.Request) -> web.Response:
+    return _json(request.app[SERVER_KEY].model_card(request.match_info["model"]))
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -138,6 +156,9 @@ def build_app(server: ModelServer) -> web.Application:
     app[SERVER_KEY] = server
     app.router.add_post("/v1/embeddings", embeddings)
     app.router.add_post("/v1/completions", completions)
+    app.router.add_get("/v1/models", models)
+    # `{model:.+}`: ids such as sentence-transformers/all-MiniLM-L6-v2 hold a slash
+    app.router.add_get("/v1/models/{model:.+}", model)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)

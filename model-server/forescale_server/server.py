@@ -13,12 +13,14 @@ from .admin_bodies import FaultRequest, WarmupRequest
 from .admin_token import AdminToken
 from .backend import COMPLETIONS, EMBEDDINGS, Backend
 from .batcher import DynamicBatcher, Pending, QueueFull
+from .completion_text import cut_at_stop
 from .config import ServerConfig
+from .embedding_encoding import dimensions_of, wire_form
 from .errors import APIError, bad_request
 from .faults import FaultState
 from .hot_inputs import HotInputs
 from .metrics import ServerMetrics
-from .request_parsing import CompletionRequest, EmbeddingRequest
+from .request_parsing import CompletionRequest, EmbeddingRequest, Item
 from .result_cache import cache_key, make_cache
 from .stage_profile import StageProfile
 
@@ -52,6 +54,7 @@ class ModelServer:
         self._profile: StageProfile | None = None
         self._log_reset: asyncio.TimerHandle | None = None
         self._load_task: asyncio.Task | None = None
+        self._created = int(time.time())
 
     # --- life cycle -------------------------------------------------------
 
@@ -97,11 +100,36 @@ class ModelServer:
     def check_model(self, requested: str | None, task: str) -> None:
         """404 for a model this server does not serve; 400 for the wrong endpoint."""
         if requested is not None and requested not in self.backend.aliases:
-            raise APIError(404, f"unknown model {requested!r}; this server serves {self.backend.model_name!r}", "model_not_found")
+            raise APIError(404, f"unknown model {requested!r}; this server serves {self.backend.model_name!r}",
+                           "invalid_request_error", param="model", code="model_not_found")
         if task != self.backend.task:
-            raise APIError(400, f"model {self.backend.model_name!r} serves /v1/{self.backend.task}, not /v1/{task}", "invalid_request_error")
+            raise APIError(400, f"model {self.backend.model_name!r} serves /v1/{self.backend.task}, not /v1/{task}",
+                           "invalid_request_error", param="model", code="unsupported_endpoint")
         if not self.ready:
-            raise APIError(503, self.load_error or "model is still loading; poll /readyz", "server_not_ready")
+            raise APIError(503, self.load_error or "model is still loading; poll /readyz", "server_error", code="server_not_ready")
+
+    def check_tokens(self, items: list[Item], field: str) -> None:
+        """400 for a token id outside the model's vocabulary, before it reaches
+        a batch (where an out-of-range index would fail the whole batch)."""
+        vocab = getattr(self.backend, "vocab_size", None)
+        if vocab is None:
+            return
+        for i, item in enumerate(items):
+            if isinstance(item, tuple):
+                bad = next((t for t in item if t >= vocab), None)
+                if bad is not None:
+                    raise bad_request(f"'{field}[{i}]' holds token id {bad}; the vocabulary of {self.backend.model_name!r} has {vocab}", field)
+
+    def models(self) -> dict:
+        """`GET /v1/models`: the one model this server serves."""
+        return {"object": "list", "data": [self.model_card(self.backend.model_name)]}
+
+    def model_card(self, name: str) -> dict:
+        """`GET /v1/models/{name}`; the server's aliases of its model are accepted."""
+        if name not in self.backend.aliases:
+            raise APIError(404, f"unknown model {name!r}; this server serves {self.backend.model_name!r}",
+                           "invalid_request_error", param="model", code="model_not_found")
+        return {"id": self.backend.model_name, "object": "model", "created": self._created, "owned_by": "forescale"}
 
     async def _run_batch(self, batch: list[Pending]) -> list[Any]:
         async with self._swap_lock:
@@ -141,7 +169,7 @@ class ModelServer:
             except QueueFull as exc:
                 for p in pendings:  # already queued items of this request are not needed any more
                     p.future.cancel()
-                raise APIError(429, str(exc), "rate_limit_error", {"Retry-After": str(exc.retry_after_s)}) from None
+                raise APIError(429, str(exc), "rate_limit_error", {"Retry-After": str(exc.retry_after_s)}, code="rate_limit_exceeded") from None
             outputs = await asyncio.gather(*(p.future for p in pendings))
             now_precision = self.backend.precision
             for i, p, out in zip(missing, pendings, outputs):
@@ -165,9 +193,16 @@ class ModelServer:
         """The JSON text of an OpenAI embeddings response."""
         started = time.perf_counter()
         self.check_model(req.model, EMBEDDINGS)
+        self.check_tokens(req.inputs, "input")
         results, stages, _ = await self._compute(req.inputs, req.conversation, req.turn)
+        native = dimensions_of(results[0][0])
+        if req.dimensions is not None and req.dimensions != native:
+            # MiniLM is not trained for shortened (Matryoshka) vectors: cutting one would change its meaning.
+            raise bad_request(f"'dimensions' must be {native} for {self.backend.model_name!r}, which has no shorter embeddings; "
+                              f"got {req.dimensions}", "dimensions")
         tokens = sum(r[1] for r in results)
-        data = ",".join(f'{{"object":"embedding","index":{i},"embedding":{r[0]}}}' for i, r in enumerate(results))
+        data = ",".join(f'{{"object":"embedding","index":{i},"embedding":{wire_form(r[0], req.encoding_format)}}}'
+                        for i, r in enumerate(results))
         body = (
             f'{{"object":"list","data":[{data}],"model":{json.dumps(self.backend.model_name)},'
             f'"usage":{{"prompt_tokens":{tokens},"total_tokens":{tokens}}}}}'
@@ -176,20 +211,29 @@ class ModelServer:
         return body
 
     async def completions(self, req: CompletionRequest) -> dict:
-        """An OpenAI completions response (greedy decoding)."""
+        """An OpenAI completions response (greedy decoding, so the `n` choices
+        of one prompt are equal)."""
         started = time.perf_counter()
         self.check_model(req.model, COMPLETIONS)
+        self.check_tokens(req.prompts, "prompt")
         items = [(p, req.max_tokens) for p in req.prompts]
         results, stages, _ = await self._compute(items, req.conversation, req.turn)
         prompt_tokens = sum(r[1] for r in results)
-        completion_tokens = sum(r[2] for r in results)
+        completion_tokens = sum(r[2] for r in results) * req.n
+        choices = []
+        for prompt, (text, _, _) in zip(req.prompts, results):
+            text, finish = cut_at_stop(text, req.stop)
+            if req.echo:
+                text = prompt + text
+            for _ in range(req.n):
+                choices.append({"index": len(choices), "text": text, "finish_reason": finish, "logprobs": None})
         self._observe(stages, time.perf_counter() - started)
         return {
             "id": f"cmpl-{time.time_ns():x}",
             "object": "text_completion",
             "created": int(time.time()),
             "model": self.backend.model_name,
-            "choices": [{"index": i, "text": r[0], "finish_reason": "length", "logprobs": None} for i, r in enumerate(results)],
+            "choices": choices,
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
         }
 

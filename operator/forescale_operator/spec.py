@@ -12,6 +12,7 @@ checked against them by a test.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -23,12 +24,59 @@ POOLS = ("a", "b")
 
 
 class SpecError(ValueError):
-    """A spec that cannot be acted on. `field` is the dotted path under `spec`."""
+    """A spec that cannot be acted on. `field` is the dotted path under `root`
+    (`spec`, or `metadata` for the name)."""
 
-    def __init__(self, field: str, reason: str) -> None:
+    def __init__(self, field: str, reason: str, root: str = "spec") -> None:
         self.field = field
         self.reason = reason
-        super().__init__(f"spec.{field}: {reason}")
+        super().__init__(f"{root}.{field}: {reason}")
+
+
+# What the operator copies into an HTTPRoute must pass the Gateway API's own
+# schema (HTTPRoute v1, standard channel: Hostname, Namespace, SectionName, Group,
+# Kind), or the route is refused only when the operator writes it, long after
+# `kubectl apply` said yes. The CRD carries the same patterns and lengths
+# (tests/operator/test_route_patterns.py checks both against the official CRD).
+DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+HOSTNAME_PATTERN = rf"^(\*\.)?{DNS_SUBDOMAIN}$"
+NAMESPACE_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+SECTION_NAME_PATTERN = rf"^{DNS_SUBDOMAIN}$"
+GROUP_PATTERN = rf"^$|^{DNS_SUBDOMAIN}$"
+KIND_PATTERN = r"^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"
+#: (pattern, shortest, longest) of each string field of a parentRef
+PARENT_REF_FIELDS = {
+    "name": (None, 1, 253),
+    "namespace": (NAMESPACE_PATTERN, 1, 63),
+    "group": (GROUP_PATTERN, 0, 253),
+    "kind": (KIND_PATTERN, 1, 63),
+    "sectionName": (SECTION_NAME_PATTERN, 1, 253),
+}
+MAX_PARENT_REFS = 32
+MAX_HOSTNAMES = 16
+MAX_HOSTNAME_LENGTH = 253
+
+# Children are named `<name>-a` and `<name>-b` (Deployments, Services) and
+# labelled with `<name>`; a Service name is a DNS-1035 label of at most 63
+# characters, so the resource's own name is one with room for the suffix.
+NAME_PATTERN = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+MAX_NAME_LENGTH = 63 - len("-a")
+
+
+def _matches(value: str, pattern: str | None, shortest: int, longest: int) -> str | None:
+    """Why `value` breaks the rule, or None."""
+    if not shortest <= len(value) <= longest:
+        return f"must be {shortest} to {longest} characters long, got {len(value)}: {value!r}"
+    if pattern is not None and not re.match(pattern, value):
+        return f"must match the Gateway API pattern {pattern}, got {value!r}"
+    return None
+
+
+def check_name(name: Any) -> None:
+    """The InferenceDeployment's name must leave every child name valid."""
+    if not isinstance(name, str) or len(name) > MAX_NAME_LENGTH or not re.match(NAME_PATTERN, name):
+        raise SpecError("name", f"must be a DNS-1035 label ({NAME_PATTERN}) of at most {MAX_NAME_LENGTH} characters, "
+                                f"so that the children {name}-a and {name}-b are valid Service names; got {name!r}", root="metadata")
 
 
 @dataclass(frozen=True)
@@ -185,25 +233,41 @@ def _optional_string(raw: Mapping[str, Any], key: str, path: str) -> str:
     return value
 
 
-#: parentRef fields that are strings, as in the CRD (Gateway API ParentReference)
-_PARENT_REF_STRINGS = ("namespace", "group", "kind", "sectionName")
-
-
 def _parent_refs(value: Any) -> list[Mapping[str, Any]]:
-    """The same checks as the CRD: they end up in the HTTPRoute, so a wrong type must not get that far."""
+    """The same checks as the CRD and as the Gateway API's ParentReference: they
+    end up in the HTTPRoute, so nothing it would refuse may get that far."""
     if not isinstance(value, list):
         raise SpecError("traffic.parentRefs", f"must be a list of objects with a name, got {value!r}")
+    if len(value) > MAX_PARENT_REFS:
+        raise SpecError("traffic.parentRefs", f"has {len(value)} items; the Gateway API allows at most {MAX_PARENT_REFS}")
     for i, ref in enumerate(value):
         where = f"traffic.parentRefs[{i}]"
         if not isinstance(ref, Mapping) or not isinstance(ref.get("name"), str) or not ref["name"]:
             raise SpecError(f"{where}.name", f"must be a non-empty string, got {ref.get('name') if isinstance(ref, Mapping) else ref!r}")
-        for key in _PARENT_REF_STRINGS:
-            if key in ref and not isinstance(ref[key], str):
+        for key, (pattern, shortest, longest) in PARENT_REF_FIELDS.items():
+            if key not in ref:
+                continue
+            if not isinstance(ref[key], str):
                 raise SpecError(f"{where}.{key}", f"must be a string, got {ref[key]!r}")
+            problem = _matches(ref[key], pattern, shortest, longest)
+            if problem:
+                raise SpecError(f"{where}.{key}", problem)
         port = ref.get("port")
         if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
             raise SpecError(f"{where}.port", f"must be an integer from 1 to 65535, got {port!r}")
     return value
+
+
+def _hostnames(traffic_raw: Mapping[str, Any]) -> tuple[str, ...]:
+    """HTTPRoute hostnames (or VirtualService hosts): the Gateway API's Hostname rule."""
+    names = _string_list(traffic_raw, "hostnames", "traffic.")
+    if len(names) > MAX_HOSTNAMES:
+        raise SpecError("traffic.hostnames", f"has {len(names)} items; the Gateway API allows at most {MAX_HOSTNAMES}")
+    for i, name in enumerate(names):
+        problem = _matches(name, HOSTNAME_PATTERN, 1, MAX_HOSTNAME_LENGTH)
+        if problem:
+            raise SpecError(f"traffic.hostnames[{i}]", problem)
+    return names
 
 
 def validate_template(template: Any, path: str) -> Mapping[str, Any]:
@@ -299,7 +363,7 @@ def parse_spec(raw: Mapping[str, Any]) -> InferenceSpec:
     traffic = TrafficSpec(
         router=_choice(traffic_raw, "router", "traffic.", "gatewayapi", ROUTERS),
         parent_refs=tuple(dict(r) for r in parent_refs),
-        hostnames=_string_list(traffic_raw, "hostnames", "traffic."),
+        hostnames=_hostnames(traffic_raw),
         gateways=_string_list(traffic_raw, "gateways", "traffic."),
         emergency_weight_percent=_number(traffic_raw, "emergencyWeightPercent", "traffic.", 30, minimum=0, maximum=100, integer=True),
         cutback=CutbackSpec(

@@ -14,10 +14,25 @@ queries a fraction in [0, 1] of requests that failed or were rejected.
 | preset | latency | quantiles? | selects pods by |
 |---|---|---|---|
 | forescale | histogram `forescale_request_duration_seconds{stage="total"}` | yes | `deployment`, `pool` labels |
-| vllm | histograms `vllm:e2e_request_latency_seconds` (and TTFT) | yes | `namespace`, pod name `<deployment>-<pool>-...` |
+| vllm | histograms `vllm:e2e_request_latency_seconds` (and TTFT) | yes | `namespace`, pod name `<deployment>-<pool>-<hash>-<suffix>` |
 | triton | counters `nv_inference_request_duration_us` / successes: a mean | no | same |
 | torchserve | counters `ts_inference_latency_microseconds` / requests: a mean | no | same |
 | custom | the user's templates | as declared | as written |
+
+Pods of the external presets are picked by their whole name, as a Deployment
+names them (`<deployment>-<pool>-<replicaset hash>-<5 characters>`; PromQL
+anchors regexes), never by a prefix: the pods of a resource named `chat-a`
+(`chat-a-a-...`) are not the pods of `chat`'s pool a.
+
+An error counter that may have no series yet (TorchServe's `Requests5XX`
+appears with the first 5xx) reads as 0 through `or vector(0)`, not as
+"unavailable".
+
+vLLM's `vllm:e2e_request_latency_seconds` has no bucket under 0.3 s: a
+quantile under 300 ms is interpolated inside [0, 0.3 s] without any data.
+Where the SLO is that tight, set `latencyQuery` to a histogram with finer
+buckets; the preset's `ttft` query (`vllm:time_to_first_token_seconds`,
+buckets from 1 ms) is one.
 
 Every label value is escaped before substitution (`escape_label_value`), and
 values used inside a regex matcher are regex-escaped first, so a value such
@@ -33,6 +48,9 @@ from string import Template
 QUERY_KINDS = ("latency", "rate", "error_rate", "queue_depth", "agreement", "ttft")
 _DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
 _POOLS = ("a", "b")
+#: what a Deployment appends to `<deployment>-<pool>` in its pods' names: the
+#: ReplicaSet's pod-template-hash and a 5-character suffix (no dashes in either)
+POD_SUFFIX = "[a-z0-9]+-[a-z0-9]+"
 
 
 def escape_label_value(value: str) -> str:
@@ -119,7 +137,7 @@ def substitutions(selector: str, *, namespace: str, deployment: str, pool: str |
             matchers.append(f'pool="{pool}"')
     else:
         pools = pool or "(a|b)"
-        matchers = [f'namespace="{ns}"', f'pod=~"{escape_regex_value(deployment)}-{pools}-.*"']
+        matchers = [f'namespace="{ns}"', f'pod=~"{escape_regex_value(deployment)}-{pools}-{POD_SUFFIX}"']
     return {
         "selector": ",".join(matchers),
         "namespace": ns,
@@ -135,7 +153,7 @@ FORESCALE = MetricPreset(
     description="Forescale's own model server (histogram forescale_request_duration_seconds)",
     latency='1000 * histogram_quantile($quantile, sum by (le) (rate(forescale_request_duration_seconds_bucket{$selector,stage="total"}[$window])))',
     rate="sum(rate(forescale_requests_total{$selector}[$window]))",
-    error_rate='sum(rate(forescale_requests_total{$selector,code=~"5..|429"}[$window])) / sum(rate(forescale_requests_total{$selector}[$window]))',
+    error_rate='(sum(rate(forescale_requests_total{$selector,code=~"5..|429"}[$window])) or vector(0)) / sum(rate(forescale_requests_total{$selector}[$window]))',
     queue_depth="sum(forescale_queue_depth{$selector})",
     agreement="min by (pool, precision) (forescale_quality_agreement{$selector})",
     yields_quantiles=True,
@@ -143,13 +161,15 @@ FORESCALE = MetricPreset(
 
 VLLM = MetricPreset(
     name="vllm",
-    description="vLLM OpenAI server (histograms vllm:e2e_request_latency_seconds and vllm:time_to_first_token_seconds)",
+    description="vLLM OpenAI server (histograms vllm:e2e_request_latency_seconds, no bucket under 0.3 s, and vllm:time_to_first_token_seconds)",
     latency='1000 * histogram_quantile($quantile, sum by (le) (rate({__name__="vllm:e2e_request_latency_seconds_bucket",$selector}[$window])))',
     ttft='1000 * histogram_quantile($quantile, sum by (le) (rate({__name__="vllm:time_to_first_token_seconds_bucket",$selector}[$window])))',
-    rate='sum(rate({__name__="vllm:request_success_total",$selector}[$window]))',
+    # vllm:request_success_total has one series per finished_reason, "abort" among them:
+    # successes are the others, and aborts are the errors.
+    rate='sum(rate({__name__="vllm:request_success_total",$selector,finished_reason!="abort"}[$window]))',
+    error_rate=('(sum(rate({__name__="vllm:request_success_total",$selector,finished_reason="abort"}[$window])) or vector(0))'
+                ' / sum(rate({__name__="vllm:request_success_total",$selector}[$window]))'),
     queue_depth='sum({__name__="vllm:num_requests_waiting",$selector})',
-    # vLLM exports no failed-request counter; aborted requests are not errors it counts.
-    error_rate=None,
     yields_quantiles=True,
     selector="pod",
 )
@@ -158,8 +178,9 @@ TRITON = MetricPreset(
     name="triton",
     description="NVIDIA Triton (counters only: latency is a mean, not a quantile)",
     latency="sum(rate(nv_inference_request_duration_us{$selector}[$window])) / sum(rate(nv_inference_request_success{$selector}[$window])) / 1000",
-    rate="sum(rate(nv_inference_request_success{$selector}[$window])) + sum(rate(nv_inference_request_failure{$selector}[$window]))",
-    error_rate="sum(rate(nv_inference_request_failure{$selector}[$window])) / (sum(rate(nv_inference_request_success{$selector}[$window])) + sum(rate(nv_inference_request_failure{$selector}[$window])))",
+    rate="sum(rate(nv_inference_request_success{$selector}[$window])) + (sum(rate(nv_inference_request_failure{$selector}[$window])) or vector(0))",
+    error_rate=("(sum(rate(nv_inference_request_failure{$selector}[$window])) or vector(0)) / (sum(rate(nv_inference_request_success{$selector}[$window]))"
+                " + (sum(rate(nv_inference_request_failure{$selector}[$window])) or vector(0)))"),
     queue_depth="sum(nv_inference_pending_request_count{$selector})",
     yields_quantiles=False,
     selector="pod",
@@ -170,7 +191,8 @@ TORCHSERVE = MetricPreset(
     description="TorchServe in prometheus metrics mode (counters only: latency is a mean, not a quantile)",
     latency="sum(rate(ts_inference_latency_microseconds{$selector}[$window])) / sum(rate(ts_inference_requests_total{$selector}[$window])) / 1000",
     rate="sum(rate(ts_inference_requests_total{$selector}[$window]))",
-    error_rate="sum(rate(Requests5XX{$selector}[$window])) / sum(rate(ts_inference_requests_total{$selector}[$window]))",
+    # Requests5XX has no series until the first 5xx: absent means 0, not "unavailable".
+    error_rate="(sum(rate(Requests5XX{$selector}[$window])) or vector(0)) / sum(rate(ts_inference_requests_total{$selector}[$window]))",
     queue_depth=None,
     yields_quantiles=False,
     selector="pod",

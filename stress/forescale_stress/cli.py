@@ -31,18 +31,23 @@ def _check_positive(name: str, value: float, *, allow_zero: bool = False) -> Non
 
 
 def build_config(
-    *, url: str, start_rate: float, step_percent: float, step_seconds: float, min_samples: int,
+    *, url: str, start_rate: Optional[float], step_percent: float, step_seconds: float, min_samples: int,
     max_step_seconds: Optional[float], slo_ms: float, max_error_rate: float, max_rate: Optional[float],
     max_requests: Optional[int], max_seconds: float, arrivals: str, seed: int, connections: int,
     request_timeout: float, model: str, distinct_inputs: int, zipf: float, fault: list[str],
     degrade: list[str], kill_pid: Optional[int], fault_grace: float, degrade_window: float,
-    window_min_samples: int, recovery_window: float = 5.0,
+    window_min_samples: int, recovery_window: float = 5.0, warmup_seconds: float = 0.0, probe_seconds: float = 10.0,
 ) -> RunConfig:
     """Validate every option and build the run's config; raises StressError
     naming the first problem. No network access happens here."""
     target = parse_target(url)
-    ramp = Ramp(start_rate, step_percent, step_seconds, min_samples, max_step_seconds)
+    _check_positive("--warmup-seconds", warmup_seconds, allow_zero=True)
+    if start_rate is None:
+        _check_positive("--probe-seconds", probe_seconds)
+    # Without --start-rate the probe sets the first rate; 1 req/s stands in until then.
+    ramp = Ramp(1.0 if start_rate is None else start_rate, step_percent, step_seconds, min_samples, max_step_seconds)
     ramp.validate()
+    before_ramp = warmup_seconds + (probe_seconds if start_rate is None else 0.0)
     bounds = Bounds(slo_ms, max_error_rate, max_rate, max_requests, max_seconds)
     bounds.validate(ramp)
     if arrivals not in ARRIVALS:
@@ -66,12 +71,15 @@ def build_config(
         raise StressError(f"--kill-pid {kill_pid} needs a kill time: add --fault 'at=30s,kill'")
     # The load stops early enough to drain within --max-seconds; an action the
     # load can never reach is a mistake worth reporting before the run.
-    load_stop = max_seconds - bounds.drain_seconds(request_timeout)
+    load_stop = max_seconds - bounds.drain_seconds(request_timeout) - before_ramp
+    if before_ramp > 0 and load_stop <= 0:
+        raise StressError(f"--max-seconds {max_seconds:g} leaves no room for one step after the probe and the "
+                          f"{warmup_seconds:g}s warm-up (and the drain); raise --max-seconds or lower --warmup-seconds")
     # One second is left for the admin call itself.
     for spec in faults:
         if spec.end + recovery_window + 1 > load_stop:
             raise StressError(f"--fault {spec.text!r}: its end plus a {recovery_window:g}s recovery window is past "
-                              f"the load's stop at {load_stop:g}s (--max-seconds minus the drain); raise --max-seconds")
+                              f"the load's stop at {load_stop:g}s (--max-seconds minus the drain, the probe and the warm-up); raise --max-seconds")
     for spec in degradations:
         if spec.at + degrade_window + 1 > load_stop:
             raise StressError(f"--degrade {spec.text!r}: the {degrade_window:g}s window after at={spec.at:g}s ends "
@@ -84,6 +92,7 @@ def build_config(
         timeout_s=request_timeout, model=model, distinct_inputs=distinct_inputs, zipf=zipf, faults=faults,
         degradations=degradations, fault_grace_s=fault_grace, degrade_window_s=degrade_window,
         window_min_samples=window_min_samples, recovery_window_s=recovery_window,
+        warmup_s=warmup_seconds, probe_s=probe_seconds if start_rate is None else 0.0,
     )
 
 
@@ -123,7 +132,12 @@ async def _execute(config: RunConfig, token: Optional[str], show_progress: bool)
 @app.command()
 def stress(
     url: str = typer.Option(..., "--url", help="OpenAI endpoint: http://host:port[/v1/embeddings|/v1/completions]"),
-    start_rate: float = typer.Option(10.0, help="offered rate of the first step, requests/s"),
+    start_rate: Optional[float] = typer.Option(None, help="offered rate of the first step, requests/s "
+                                               "(default: half the serial rate a short probe measures)"),
+    probe_seconds: float = typer.Option(10.0, help="length of the probe that sets the first rate without --start-rate "
+                                        "(its first half is the server's cold path and is not counted)"),
+    warmup_seconds: float = typer.Option(30.0, help="load at the first rate before the ramp, not counted "
+                                         "(the server's cold path); the ramp's clock and fault times start after it"),
     step_percent: float = typer.Option(10.0, help="rate increase per step, % of the previous step (0 holds)"),
     step_seconds: float = typer.Option(10.0, help="length of a step"),
     min_samples: int = typer.Option(100, help="requests a step needs for its percentiles; short steps are extended"),
@@ -165,6 +179,7 @@ def stress(
             request_timeout=request_timeout, model=model, distinct_inputs=distinct_inputs, zipf=zipf,
             fault=fault, degrade=degrade, kill_pid=kill_pid, fault_grace=fault_grace,
             degrade_window=degrade_window, window_min_samples=window_min_samples, recovery_window=recovery_window,
+            warmup_seconds=warmup_seconds, probe_seconds=probe_seconds,
         )
         token = None
         if needs_admin(config.faults, config.degradations):

@@ -8,7 +8,7 @@ import asyncio
 import random
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import aiohttp
@@ -31,6 +31,7 @@ from forescale_stress.schedule import (
     step_stop_reason,
 )
 from forescale_stress.target import Target
+from forescale_stress.warmup import probe, start_rate_from_probe, warm_up
 
 #: the sender never sleeps longer than this at once, so Ctrl-C is prompt
 _MAX_NAP = 0.25
@@ -60,6 +61,11 @@ class RunConfig:
     recovery_window_s: float = 5.0
     #: fewest requests in a recovery or degradation window for its p99
     window_min_samples: int = 20
+    #: seconds of load at the first step's rate before the ramp, not counted
+    warmup_s: float = 0.0
+    #: > 0: the first step's rate comes from a probe this long (`warmup.probe`),
+    #: not from `ramp.start_rate`
+    probe_s: float = 0.0
 
 
 @dataclass
@@ -98,6 +104,9 @@ class RunResult:
     load_end: float
     wall_seconds: float
     cpu_seconds: float
+    #: seconds the probe and the warm-up took before the ramp (its clock starts after them)
+    before_ramp_seconds: float = 0.0
+    warmup_requests: int = 0
 
 
 def exempt_step(start: float, end: float, faults: tuple[FaultSpec, ...], grace: float) -> bool:
@@ -131,21 +140,32 @@ class Runner:
         self._rate = config.ramp.start_rate
 
     async def run(self) -> RunResult:
-        """Run the ramp to a stop condition and return what happened."""
+        """Probe and warm up (when configured), then run the ramp to a stop condition."""
         cfg = self.config
         loop = asyncio.get_running_loop()
-        t0 = loop.time()
-        clock = lambda: loop.time() - t0  # noqa: E731 - the samples' time base
+        started = loop.time()
         cpu_start = time.process_time()
         self._install_sigint(loop)
         picker = InputPicker(cfg.target.kind, cfg.model, cfg.distinct_inputs, cfg.zipf, cfg.seed)
         drain = cfg.bounds.drain_seconds(cfg.timeout_s)
-        load_deadline = cfg.bounds.max_seconds - drain
         connector = aiohttp.TCPConnector(limit=cfg.connections, limit_per_host=cfg.connections)
         timeout = aiohttp.ClientTimeout(total=cfg.timeout_s)
-        faults = [TimelineEvent(f) for f in cfg.faults]
-        degradations = [TimelineEvent(d) for d in cfg.degradations]
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+            if cfg.probe_s > 0:
+                answered, took = await probe(session, cfg.target.url, picker.next, cfg.probe_s)
+                cfg = replace(cfg, ramp=replace(cfg.ramp, start_rate=start_rate_from_probe(answered, took)))
+                self.config, self._rate = cfg, cfg.ramp.start_rate
+            warmed = 0
+            if cfg.warmup_s > 0:
+                warmed = await warm_up(session, cfg.target.url, picker.next, cfg.ramp.rate(0), cfg.warmup_s,
+                                       cfg.arrivals, random.Random(cfg.seed + 1), asyncio.sleep)
+            # The samples' time base (and the faults' `at=`) starts with the ramp.
+            t0 = loop.time()
+            before_ramp = t0 - started
+            clock = lambda: loop.time() - t0  # noqa: E731
+            load_deadline = cfg.bounds.max_seconds - before_ramp - drain
+            faults = [TimelineEvent(f) for f in cfg.faults]
+            degradations = [TimelineEvent(d) for d in cfg.degradations]
             gen = LoadGenerator(session, cfg.target.url, picker.next, clock)
             side = [asyncio.ensure_future(self._at(ev, clock)) for ev in faults + degradations]
             ticker = asyncio.ensure_future(self._tick(gen, clock))
@@ -153,7 +173,7 @@ class Runner:
                 windows, stopped = await self._ramp(gen, clock, load_deadline)
                 load_end = clock()
                 # After Ctrl-C the user wants the report now, not a full drain.
-                budget = cfg.bounds.max_seconds - clock()
+                budget = cfg.bounds.max_seconds - before_ramp - clock()
                 await gen.drain(min(budget, 1.0) if stopped == STOP_INTERRUPTED else budget)
             finally:
                 for task in side + [ticker]:
@@ -163,7 +183,7 @@ class Runner:
         return RunResult(
             config=cfg, windows=windows, samples=gen.samples, faults=faults, degradations=degradations,
             stopped_because=stopped, load_end=load_end, wall_seconds=clock(),
-            cpu_seconds=time.process_time() - cpu_start,
+            cpu_seconds=time.process_time() - cpu_start, before_ramp_seconds=before_ramp, warmup_requests=warmed,
         )
 
     async def _ramp(self, gen: LoadGenerator, clock, load_deadline: float) -> tuple[list[StepWindow], str]:

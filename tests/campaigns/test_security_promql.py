@@ -12,7 +12,7 @@ import pytest
 from fake_prometheus import FakePrometheus
 from forescale_operator.readings.prometheus import PrometheusMetricSource, preset_for
 from forescale_operator.spec import parse_spec
-from forescale_predictor.presets import PRESETS, QUERY_KINDS, custom_preset
+from forescale_predictor.presets import POD_SUFFIX, PRESETS, QUERY_KINDS, custom_preset
 
 #: a PromQL string literal in double quotes, escapes included
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -55,8 +55,8 @@ def test_injected_names_stay_inside_one_quoted_matcher(preset, payload, tally):
                     if preset.selector == "labels":
                         assert payload in literals, (query, literals)
                     else:  # a regex matcher on the pod name: it must match the name literally
-                        pattern = next(s for s in literals if s.endswith("-.*"))
-                        assert re.fullmatch(pattern, f"{labels['deployment']}-{pool or 'b'}-x1")
+                        pattern = next(s for s in literals if s.endswith(f"-{POD_SUFFIX}"))
+                        assert re.fullmatch(pattern, f"{labels['deployment']}-{pool or 'b'}-7c9d8f6b5-x2x9z")
 
 
 @pytest.mark.parametrize("pool", ['a"}', "c", "", "a|b"])

@@ -72,6 +72,21 @@ def test_expressions_read_only_known_metrics(title, expr):
     assert names <= KNOWN_METRICS, f"panel {title!r} reads unknown metrics {names - KNOWN_METRICS}"
 
 
+#: operator-wide series (the operator's own work, not one resource's): no namespace to filter by
+OPERATOR_WIDE = {"forescale_operator_decision_duration_seconds_bucket", "forescale_operator_ticks_total",
+                 "forescale_operator_reconciles_total"}
+
+
+@pytest.mark.parametrize(("title", "expr"), _exprs(), ids=[t for t, _ in _exprs()])
+def test_per_resource_panels_follow_the_namespace_variable(title, expr):
+    """Two resources of one name in two namespaces must not share a panel."""
+    for selector in re.finditer(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\}", expr):
+        name, matchers = selector.groups()
+        if name in OPERATOR_WIDE or "$name" not in matchers:
+            continue
+        assert 'namespace=~"$namespace"' in matchers, f"panel {title!r}: {name} ignores the namespace: {expr}"
+
+
 def test_configmap_ships_the_same_dashboard():
     result = helm_template(set_values={"metrics.dashboard.namespace": "monitoring"}, show_only="templates/dashboard-configmap.yaml")
     assert result.returncode == 0, result.stderr

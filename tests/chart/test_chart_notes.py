@@ -39,14 +39,15 @@ def _notes(chart, values: dict[str, str]) -> str:
     [
         (
             {},
-            ["kubectl -n forescale rollout status deployment/forescale", "kubectl apply -f crds/examples/minimal.yaml",
+            ["kubectl -n forescale rollout status deployment/forescale", "kubectl apply -f - <<'EOF'",
              "kubectl get infd -A", "every namespace", "set metrics.serviceMonitor.enabled=true",
              "No admin-token Secret is set", "ConfigMap forescale/forescale-dashboard"],
             ["install the CRDs yourself"],
         ),
         (
             {"operator.namespaces": "{ml,ml-staging}", "crds.install": "false", "operator.adminTokenSecret.name": "adm"},
-            ["It watches InferenceDeployments in: ml, ml-staging.", "install the CRDs yourself first (kubectl apply -f crds/)"],
+            ["It watches InferenceDeployments in: ml, ml-staging.", "install the CRDs yourself first",
+             "--show-only templates/crds/forescale.io_inferencedeployments.yaml"],
             ["No admin-token Secret is set", "every namespace"],
         ),
         (
@@ -62,6 +63,25 @@ def test_notes_are_actionable(probe_chart, values, present, absent):
         assert text in notes
     for text in absent:
         assert text not in notes
+
+
+@pytest.mark.parametrize("values", [{}, {"crds.install": "false"}])
+def test_notes_work_from_an_installed_chart(probe_chart, values):
+    """No path into this repository (an installed chart has none), and the manifest the
+    notes apply passes the CRD's schema and the operator's parser."""
+    from pathlib import Path
+
+    from forescale_devcluster.crd_validation import schema_errors, version_schema
+    from forescale_operator.spec import check_name, parse_spec
+
+    notes = _notes(probe_chart, values)
+    assert "crds/" not in notes.replace("templates/crds/", "") and "examples/" not in notes
+    heredoc = notes.split("<<'EOF'\n", 1)[1].split("\n     EOF", 1)[0]
+    body = yaml.safe_load("\n".join(line[5:] for line in heredoc.splitlines()))
+    crd = yaml.safe_load((Path(CHART).parents[1] / "crds" / "forescale.io_inferencedeployments.yaml").read_text())
+    assert schema_errors(body, version_schema(crd, "v1alpha1")) == []
+    check_name(body["metadata"]["name"])
+    assert parse_spec(body["spec"]).a.min_replicas == 2
 
 
 def test_helm_package_ships_templates_files_and_schema(tmp_path):

@@ -25,6 +25,8 @@ WATCHED = ["ml", "ml-staging"]
 OPERATOR_NEEDS = [
     ("forescale.io", "inferencedeployments", ["list", "watch", "patch"], "kopf: watch, finalizer and annotations"),
     ("forescale.io", "inferencedeployments/status", ["patch"], "status.py: merge patch of the status subresource"),
+    ("forescale.io", "inferencedeployments/finalizers", ["update"],
+     "children.py: blockOwnerDeletion on every child's ownerReference (OwnerReferencesPermissionEnforcement)"),
     ("apps", "deployments", ["get", "create", "update", "patch"], "actuators/deployments.py: pools, replicas"),
     ("", "services", ["get", "create", "update"], "actuators/services.py"),
     ("gateway.networking.k8s.io", "httproutes", ["get", "create", "update", "patch", "delete"], "routers/gatewayapi.py"),
@@ -133,3 +135,17 @@ def test_no_secret_access_without_an_admin_token_secret():
     grants = load_grants(render(), SA_NAME, NAMESPACE)
     assert not rbac_allows(grants, ApiCall("get", "", "secrets", namespace="ml", name=ADMIN_SECRET))
     assert all("secrets" not in g.rule["resources"] for g in grants)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_children_may_block_their_owners_deletion(mode):
+    """Every child's ownerReference sets blockOwnerDeletion; under the
+    OwnerReferencesPermissionEnforcement admission plugin that is allowed only with
+    update on the owner's finalizers subresource, in each namespace the operator serves."""
+    from forescale_operator.children import Owner
+
+    assert Owner("chat", "ml", "uid").reference()["blockOwnerDeletion"] is True
+    values, calls = MODES[mode]
+    namespaces = {c.namespace for c in calls if c.resource == "inferencedeployments" and c.namespace is not None}
+    needed = [ApiCall("update", "forescale.io", "inferencedeployments", "finalizers", ns, "chat") for ns in sorted(namespaces)]
+    assert needed and denied_calls(_grants(values), needed) == []

@@ -15,8 +15,9 @@ EVENTS = "/api/v1/namespaces/default/events"
 def deployment(name: str, labels: dict | None = None, **spec) -> dict:
     return {"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": name, "labels": labels or {}},
-            "spec": {"replicas": 1, "template": {"spec": {"containers": [
-                {"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}, **spec}}
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [
+                         {"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}, **spec}}
 
 
 def infd(name: str = "chat") -> dict:
@@ -43,7 +44,8 @@ def test_duplicate_create_answers_409_already_exists(http):
 
 
 def test_generate_name_gives_distinct_names(http):
-    body = {"metadata": {"generateName": "chat."}, "reason": "PoolsCreated", "message": "m"}
+    body = {"metadata": {"generateName": "chat."}, "reason": "PoolsCreated", "message": "m",
+            "involvedObject": {"kind": "InferenceDeployment", "name": "chat", "namespace": "default"}}
     first, second = http.post(EVENTS, json=body), http.post(EVENTS, json=body)
     assert (first.status_code, second.status_code) == (201, 201)
     names = {first.json()["metadata"]["name"], second.json()["metadata"]["name"]}

@@ -1,13 +1,13 @@
 import pytest
 
-from forescale_predictor.presets import PRESET_NAMES, PRESETS, escape_label_value, escape_regex_value, get_preset
+from forescale_predictor.presets import PRESET_NAMES, PRESETS, escape_label_value, escape_regex_value, get_preset, substitutions
 
 LABELS = dict(namespace="ml", deployment="chat", pool="a", quantile=0.99, window="1m")
 
 
 @pytest.mark.parametrize(
     ("name", "quantiles", "has_queue", "has_errors"),
-    [("forescale", True, True, True), ("vllm", True, True, False), ("triton", False, True, True), ("torchserve", False, False, True)],
+    [("forescale", True, True, True), ("vllm", True, True, True), ("triton", False, True, True), ("torchserve", False, False, True)],
 )
 def test_each_preset_declares_what_it_yields(name, quantiles, has_queue, has_errors):
     preset = PRESETS[name]
@@ -31,10 +31,23 @@ def test_forescale_queries_use_the_servers_metrics():
     assert "pool=" not in PRESETS["forescale"].query("rate", **{**LABELS, "pool": None})
 
 
-def test_pod_selecting_presets_match_the_pool_deployments():
-    q = PRESETS["vllm"].query("rate", **LABELS)
-    assert 'pod=~"chat\\\\-a-.*"' in q or 'pod=~"chat-a-.*"' in q
-    assert "(a|b)" in PRESETS["triton"].query("rate", **{**LABELS, "pool": None})
+@pytest.mark.parametrize("pod, deployment, pool, matches", [
+    ("chat-a-7c9d8f6b5-x2x9z", "chat", "a", True),
+    ("chat-b-7c9d8f6b5-x2x9z", "chat", None, True),
+    ("chat-a-a-7c9d8f6b5-x2x9z", "chat", "a", False),   # a pod of the resource `chat-a`, pool a
+    ("chat-a-b-7c9d8f6b5-x2x9z", "chat", None, False),
+    ("chat-ab-7c9d8f6b5-x2x9z", "chat", "a", False),
+    ("chat-a-7c9d8f6b5", "chat", "a", False),           # a ReplicaSet, not a pod
+    ("chat.v1-a-7c9d8f6b5-x2x9z", "chat.v1", "a", True),
+    ("chatxv1-a-7c9d8f6b5-x2x9z", "chat.v1", "a", False),  # the dot is literal
+])
+def test_pod_selecting_presets_pick_the_pools_pods_by_whole_name(pod, deployment, pool, matches):
+    """PromQL anchors `=~` at both ends: the same as re.fullmatch (after PromQL unquoting)."""
+    import re
+
+    selector = substitutions("pod", namespace="ml", deployment=deployment, pool=pool, quantile=0.99, window="1m")["selector"]
+    regex = re.search(r'pod=~"((?:[^"\\]|\\.)*)"', selector).group(1).encode().decode("unicode_escape")
+    assert bool(re.fullmatch(regex, pod)) is matches
 
 
 @pytest.mark.parametrize(

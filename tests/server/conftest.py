@@ -91,3 +91,69 @@ async def serving(backend, token: str | None = TOKEN, **overrides) -> AsyncItera
 @pytest.fixture
 def recording():
     return RecordingBackend()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served_process(args: list[str], ready_within_s: float = 120.0):
+    """`forescale serve ARGS` in a child process, as a user starts it; yields its
+    base URL once /readyz answers 200, and stops it afterwards."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    import time
+    import urllib.request
+
+    port = free_port()
+    log = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen([sys.executable, "-m", "forescale_cli.main", "serve", "--port", str(port), *args],
+                            env=dict(os.environ, OMP_NUM_THREADS="1"), stdout=log, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + ready_within_s
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(f"forescale serve {' '.join(args)} exited {proc.returncode}:\n{log.read()[-3000:]}")
+            try:
+                with urllib.request.urlopen(base + "/readyz", timeout=1) as response:
+                    if json.loads(response.read()).get("status") == "ready":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"forescale serve {' '.join(args)} was not ready within {ready_within_s} s")
+            time.sleep(0.1)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        log.close()
+
+
+def build_tiny_llama(path):
+    """A two-layer causal LM with random weights and MiniLM's tokenizer, saved
+    as a Hugging Face directory (no model hub here)."""
+    import shutil
+
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from forescale_server.model_files import minilm_dir
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=30522, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    model = LlamaForCausalLM(config)
+    model.save_pretrained(path)
+    shutil.copy(minilm_dir() / "tokenizer.json", path)
+    return model

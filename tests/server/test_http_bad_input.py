@@ -17,7 +17,7 @@ CASES = [
     ("not an object", b'["a"]', 400, "must be a JSON object"),
     ("empty body", b"", 400, "request body is empty"),
     ("missing input", b'{"model": "minilm"}', 400, "'input' is required"),
-    ("wrong type", b'{"input": 42}', 400, "'input' must be a string or a list"),
+    ("wrong type", b'{"input": 42}', 400, "'input' must be a string, a list of strings, a list of token ids"),
     ("wrong item type", b'{"input": ["ok", 3]}', 400, "'input[1]' must be a string"),
     ("empty list", b'{"input": []}', 400, "'input' is empty"),
     ("empty string", b'{"input": ""}', 400, "'input[0]' is empty"),
@@ -26,7 +26,11 @@ CASES = [
     ("body too large", json.dumps({"input": ["a" * 5000]}).encode(), 413, "limit"),
     ("unknown model", b'{"input": ["a"], "model": "gpt-9"}', 404, "unknown model 'gpt-9'"),
     ("model wrong type", b'{"input": ["a"], "model": 1}', 400, "'model' must be a string"),
-    ("bad encoding", b'{"input": ["a"], "encoding_format": "base64"}', 400, "encoding_format"),
+    ("bad encoding", b'{"input": ["a"], "encoding_format": "int8"}', 400, "encoding_format"),
+    ("empty token ids", b'{"input": [[]]}', 400, "'input[0]' is an empty list of token ids"),
+    ("negative token id", b'{"input": [[5, -2]]}', 400, "'input[0][1]' must be a non-negative integer token id"),
+    ("text mixed with token ids", b'{"input": [7, "a"]}', 400, "'input[0]' must be a string or a list of token ids"),
+    ("bad dimensions", b'{"input": ["a"], "dimensions": 0}', 400, "'dimensions' must be a positive integer"),
     ("bad turn", b'{"input": ["a"], "conversation_id": "c", "turn": -1}', 400, "'turn' must be"),
 ]
 
@@ -38,6 +42,7 @@ async def test_bad_embedding_request(recording, name, body, status, message):
         assert response.status == status
         error = (await response.json())["error"]
         assert message in error["message"] and error["type"]
+        assert set(error) == {"message", "type", "param", "code"}  # OpenAI's error object
         ok = await client.post("/v1/embeddings", json={"input": ["still serving"]})
         assert ok.status == 200
 
@@ -59,7 +64,7 @@ async def test_backend_failure_is_a_500_json_without_traceback():
         response = await client.post("/v1/embeddings", json={"input": ["x"]})
         assert response.status == 500
         body = await response.json()
-        assert body == {"error": {"message": "internal server error", "type": "server_error"}}
+        assert body == {"error": {"message": "internal server error", "type": "server_error", "param": None, "code": None}}
 
 
 async def test_full_queue_answers_429_with_retry_after():

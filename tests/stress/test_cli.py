@@ -11,8 +11,10 @@ import pytest
 
 from conftest import start_fake_server
 
+# Tests about other things skip the 30 s warm-up (test_warmup.py covers it).
+NO_WARMUP = ["--warmup-seconds", "0"]
 FAST = ["--step-seconds", "1", "--max-step-seconds", "2", "--min-samples", "20", "--request-timeout", "2",
-        "--quiet", "--json"]
+        "--quiet", "--json", *NO_WARMUP]
 
 
 @pytest.fixture(autouse=True)
@@ -62,7 +64,7 @@ def test_stop_conditions(stress, plain_server, extra, path, stopped, check):
 
 def test_table_output_and_text(stress, plain_server):
     result = stress("--url", plain_server.url, "--start-rate", "100", "--max-rate", "100", "--step-seconds", "1",
-                    "--quiet")
+                    "--quiet", *NO_WARMUP)
     assert result.code == 0, result.err
     assert "offered rps" in result.out and "achieved rps" in result.out
     assert "stopped because: max_rate" in result.out and "generator CPU" in result.out
@@ -70,7 +72,7 @@ def test_table_output_and_text(stress, plain_server):
 
 def test_fault_and_degradation_through_the_admin_api(stress, admin_server):
     result = stress(
-        "--url", admin_server.url, "--start-rate", "60", "--step-percent", "0", "--max-seconds", "9",
+        "--url", admin_server.url, "--start-rate", "60", "--step-percent", "0", "--max-seconds", "9", *NO_WARMUP,
         "--admin-token-file", str(admin_server.token_file),
         "--fault", "at=2s,latency_ms=60,seconds=1", "--degrade", "at=4s,precision=int8",
         "--fault", "at=1s,leak_mb=5", "--fault", "at=3.5s,cache_flush", "--degrade", "at=2.5s,warmup=10",
@@ -133,9 +135,9 @@ BAD = [
     (["--url", "{plain}", "--step-percent", "-10"], "--step-percent must be >= 0"),
     (["--url", "{plain}", "--max-requests", "0"], "--max-requests must be >= 1"),
     (["--url", "{plain}", "--fault", "at=1s,cache_flush"], "need the admin token"),
-    (["--url", "{plain}", "--degrade", "at=50s,warmup"], "ends after the load stops at 50s"),
+    (["--url", "{plain}", "--degrade", "at=50s,warmup"], "ends after the load stops at 40s"),
     (["--url", "{plain}", "--fault", "at=45s,slowdown=2,seconds=5", "--admin-token-file", "/dev/null"],
-     "plus a 5s recovery window is past the load's stop at 50s"),
+     "plus a 5s recovery window is past the load's stop at 40s (--max-seconds minus the drain, the probe and the warm-up)"),
     (["--url", "{plain}", "--plot", "/nonexistent/dir/x.png"], "folder /nonexistent/dir does not exist"),
 ]
 
@@ -143,7 +145,7 @@ BAD = [
 @pytest.mark.parametrize("args, message", BAD)
 def test_bad_input_is_one_clear_line(stress, plain_server, free_port, args, message):
     fill = {"free": free_port, "plain": plain_server.url}
-    result = stress(*[a.format(**fill) for a in args], "--quiet", "--max-seconds", "60")
+    result = stress(*[a.format(**fill) for a in args], "--quiet", "--max-seconds", "60", *NO_WARMUP)
     assert result.code != 0
     assert "Traceback" not in result.err and result.out == ""
     lines = result.err.strip().splitlines()
@@ -163,7 +165,7 @@ def test_admin_preflight_refusals(stress, tmp_path, monkeypatch, server_kwargs, 
     server = start_fake_server(tmp_path, **server_kwargs)
     monkeypatch.setenv("FORESCALE_ADMIN_TOKEN", token)
     try:
-        result = stress("--url", server.url, "--fault", "at=1s,cache_flush", "--quiet", "--max-seconds", "30")
+        result = stress("--url", server.url, "--fault", "at=1s,cache_flush", "--quiet", "--max-seconds", "30", *NO_WARMUP)
     finally:
         server.stop()
     assert result.code != 0 and "Traceback" not in result.err

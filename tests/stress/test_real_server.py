@@ -65,6 +65,7 @@ def test_ramp_with_a_slowdown_against_forescale_serve(stress, emulated_server, m
         # 50 inputs: mostly cache hits, so the emulated fp32 server stays
         # under the SLO on a shared CPU and the test is about the tool.
         "--url", url, "--start-rate", "50", "--distinct-inputs", "50", "--step-seconds", "1", "--max-step-seconds", "2", "--max-seconds", "7",
+        "--warmup-seconds", "0",
         "--request-timeout", "2", "--fault", "at=2s,slowdown=3,seconds=1", "--recovery-window", "1",
         "--fault-grace", "1", "--admin-token-file", str(token_file), "--quiet", "--json",
     )

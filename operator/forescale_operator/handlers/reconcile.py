@@ -16,7 +16,7 @@ from ..children import Owner
 from ..kube.errors import ApiError
 from ..kube.refs import HTTP_ROUTES, VIRTUAL_SERVICES
 from ..reasons import Reason
-from ..spec import InferenceSpec, SpecError, parse_spec
+from ..spec import InferenceSpec, SpecError, check_name, parse_spec
 from ..status import StatusUpdate, write_status
 from ..weights import Weights
 from .deps import HandlerDeps
@@ -67,6 +67,7 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
     meta = body["metadata"]
     status = body.get("status") or {}
     try:
+        check_name(meta.get("name"))
         spec = parse_spec(body.get("spec") or {})
         await check_cluster(spec, deps)
     except SpecError as err:
