@@ -232,6 +232,18 @@ class EncoderBackend:
 
     # --- observability ----------------------------------------------------
 
+    def served_bytes(self) -> int:
+        """Bytes of the model at the precision in force, serialised (an ONNX graph: its file)."""
+        import io
+
+        model = self._variants[self.precision]
+        session = getattr(model, "session", None)
+        if session is not None:
+            return int(model.path.stat().st_size)
+        buffer = io.BytesIO()
+        torch.save(model.state_dict(), buffer)
+        return buffer.tell()
+
     def variant_info(self) -> dict | None:
         """Which built variant this is (None for the model itself)."""
         v = self.variant

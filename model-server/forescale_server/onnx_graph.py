@@ -57,6 +57,7 @@ class OnnxEncoder:
         if threads:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
+        self.path = Path(path)
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.training = False
 

@@ -231,7 +231,11 @@ class ModelServer:
         """`POST /admin/model`: what is served, at which precision, from which variant."""
         return {"model": self.backend.model_name, "task": self.backend.task, "precision": self.backend.precision,
                 "supported_precisions": list(self.backend.supported_precisions()), "emulated": self.backend.emulated,
-                "variant": self.variant_info()}
+                "variant": self.variant_info(), "served_bytes": self._served_bytes()}
+
+    def _served_bytes(self) -> int | None:
+        size = getattr(self.backend, "served_bytes", None)
+        return size() if size else None
 
     async def warmup(self, req: WarmupRequest) -> dict:
         """Compute and cache the given inputs, or the `top` most frequent recent

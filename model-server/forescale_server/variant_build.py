@@ -254,8 +254,9 @@ def _measure(ctx: BuildContext, directory: Path, manifest: VariantManifest) -> d
     return quality(ctx.reference, backend.embed_texts(ctx.eval_texts).numpy())
 
 
-def build_one(ctx: BuildContext, out: Path, recipe: str, say: Callable[[str], None] = log.info) -> VariantManifest:
-    """Build `recipe` into out/<recipe> through a temporary directory."""
+def build_one(ctx: BuildContext, out: Path, recipe: str, say: Callable[[str], None] = log.info,
+              recipes: dict[str, Callable[[BuildContext, Path], dict]] | None = None) -> VariantManifest:
+    """Build `recipe` into out/<recipe> through a temporary directory (`recipes`: the recipe functions)."""
     _prepare(ctx)
     final = out / recipe
     tmp = out / f".{recipe}.partial-{os.getpid()}"
@@ -265,7 +266,7 @@ def build_one(ctx: BuildContext, out: Path, recipe: str, say: Callable[[str], No
     started = time.perf_counter()
     try:
         _copy_non_weights(ctx.teacher_dir, tmp)
-        made = _RECIPES[recipe](ctx, tmp)
+        made = (recipes or _RECIPES)[recipe](ctx, tmp)
         inputs = {**_base_inputs(ctx), **made.pop("inputs")}
         manifest = VariantManifest(name=recipe, recipe=recipe, teacher=ctx.teacher_name, files=hash_files(tmp), inputs=inputs,
                                    commit=ctx.commit, quality={}, **made)
