@@ -13,11 +13,15 @@ batch (in-batch softmax over cosines), which still needs no labels.
 from __future__ import annotations
 
 import copy
+import logging
 import random
+import time
 from dataclasses import dataclass
 
 import torch
 from torch import nn
+
+log = logging.getLogger("forescale.variants")
 
 
 @dataclass
@@ -77,7 +81,8 @@ def train_to_teacher(model: nn.Module, batches: list[Batch], targets: list[torch
     model.train()
     history = []
     order = list(range(len(batches)))
-    for _ in range(epochs):
+    for epoch in range(epochs):
+        started = time.perf_counter()
         rng.shuffle(order)
         total = 0.0
         for i in order:
@@ -89,6 +94,7 @@ def train_to_teacher(model: nn.Module, batches: list[Batch], targets: list[torch
             schedule.step()
             total += loss.item()
         history.append(total / len(batches))
+        log.info("epoch %d/%d: mean loss %.5f (%.0f s)", epoch + 1, epochs, history[-1], time.perf_counter() - started)
     model.eval()
     return history
 

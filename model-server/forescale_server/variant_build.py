@@ -54,14 +54,14 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".h5", ".ot", ".msgpack")
 @dataclass(frozen=True)
 class BuildSettings:
     prune_fraction: float = 0.2
-    sensitivity_batches: int = 16
+    sensitivity_batches: int = 8
     prune_epochs: int = 2
     prune_lr: float = 3e-5
     student_layers: tuple[int, ...] = (1, 3, 5)
-    distill_epochs: int = 4
+    distill_epochs: int = 3
     distill_lr: float = 1e-4
     batch_size: int = 32
-    max_train_len: int = 128
+    max_train_len: int = 64
     seed: int = 0
 
 
@@ -254,14 +254,31 @@ def _measure(ctx: BuildContext, directory: Path, manifest: VariantManifest) -> d
     return quality(ctx.reference, backend.embed_texts(ctx.eval_texts).numpy())
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale_partials(out: Path, recipe: str) -> None:
+    """Temporary directories of builds that were killed (SIGKILL leaves them) or of this process."""
+    for p in out.glob(f".{recipe}.partial-*"):
+        pid = p.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+            shutil.rmtree(p, ignore_errors=True)
+
+
 def build_one(ctx: BuildContext, out: Path, recipe: str, say: Callable[[str], None] = log.info,
               recipes: dict[str, Callable[[BuildContext, Path], dict]] | None = None) -> VariantManifest:
     """Build `recipe` into out/<recipe> through a temporary directory (`recipes`: the recipe functions)."""
     _prepare(ctx)
     final = out / recipe
+    _remove_stale_partials(out, recipe)
     tmp = out / f".{recipe}.partial-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     started = time.perf_counter()
     try:

@@ -89,3 +89,13 @@ def test_pruned_variant_has_fewer_parameters(built):
     assert count(pruned) < count(teacher)
     assert not any(torch.isnan(p).any() for p in pruned.parameters())
     assert (out / "pruned" / MANIFEST).is_file()
+
+
+def test_a_killed_builds_leftover_is_removed_by_the_next_build(tmp_path):
+    out = tmp_path / "out"
+    dead = out / ".int8.partial-999999999"  # no such process
+    dead.mkdir(parents=True)
+    (dead / "model.safetensors").write_bytes(b"half")
+    ctx = tiny_context(tiny_teacher(tmp_path / "teacher"))
+    build_one(ctx, out, "int8")
+    assert sorted(p.name for p in out.iterdir()) == ["int8"]
