@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "replay": ("forescale_sim.cli", "app", "Replay a real trace through the cluster simulator, once per policy."),
     "demo": ("forescale_devcluster.demo_cli", "app", "Run the whole loop on this machine (emulated cluster)."),
     "stress": ("forescale_stress.cli", "app", "Step load test with fault injection against an endpoint."),
+    "variants": ("forescale_server.variants_cli", "app", "Build and measure lighter variants of the served encoder (pool B)."),
 }
 
 

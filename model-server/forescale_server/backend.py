@@ -73,8 +73,14 @@ class Backend(Protocol):
         """Stop it and return its table."""
 
 
-def make_backend(model: str, precision: str, emulate_gpu: str | None, device: str = "auto", threads: int = 0, max_batch: int = 32) -> Backend:
-    """Choose the backend for `forescale serve` flags. Emulation never imports torch."""
+def make_backend(model: str, precision: str, emulate_gpu: str | None, device: str = "auto", threads: int = 0, max_batch: int = 32,
+                 variant=None, variant_dir=None) -> Backend:
+    """Choose the backend for `forescale serve` flags. Emulation never imports torch.
+    `variant` is the checked manifest of `variant_dir` (`--model-path`)."""
+    if variant is not None:
+        from .encoder_backend import EncoderBackend
+
+        return EncoderBackend(variant_dir, variant.teacher, precision=precision, device=device, threads=threads, max_batch=max_batch, variant=variant)
     if emulate_gpu:
         from .emulated_backend import make_emulated
 

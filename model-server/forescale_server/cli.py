@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -30,6 +32,7 @@ def _fail(message: str) -> None:
 @app.command()
 def serve(
     model: str = typer.Option("minilm", help="'minilm' (all-MiniLM-L6-v2, bundled) or a local Hugging Face model directory."),
+    model_path: Optional[str] = typer.Option(None, "--model-path", metavar="DIR", help="Serve a variant built by `forescale variants build` (its manifest must name --model as its teacher)."),
     precision: Optional[str] = typer.Option(None, help=f"Initial precision: {', '.join(PRECISIONS)}. Default: $FORESCALE_PRECISION or fp32."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8000, help="Port to listen on."),
@@ -56,7 +59,19 @@ def serve(
     if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         _fail(f"unknown --log-level {log_level!r}")
     logging.getLogger("forescale").setLevel(log_level.upper())
+    variant = None
+    if model_path is not None:
+        if emulate_gpu is not None:
+            _fail("--model-path serves a real variant; it cannot be combined with --emulate-gpu")
+        from .variant_manifest import VariantError, read_manifest
+
+        try:
+            variant = read_manifest(Path(model_path), teacher=model)
+        except VariantError as exc:
+            _fail(f"--model-path: {exc}")
     try:
+        if precision is None and variant is not None and not os.environ.get("FORESCALE_PRECISION"):
+            precision = variant.precision  # the variant's own, e.g. int8 for distilled-int8
         precision = (precision or default_precision()).lower()
     except ValueError as exc:
         _fail(str(exc))
@@ -82,7 +97,7 @@ def serve(
 
     try:
         token = AdminToken.from_env()
-        backend = make_backend(model, precision, emulate_gpu, device=device, threads=threads, max_batch=max_batch)
+        backend = make_backend(model, precision, emulate_gpu, device=device, threads=threads, max_batch=max_batch, variant=variant, variant_dir=model_path)
     except ValueError as exc:
         _fail(str(exc))
     config = ServerConfig(

@@ -25,6 +25,7 @@ from .buffer_pool import BufferPool
 from .calibration import calibration_sentences
 from .length_buckets import length_groups
 from .service_model import PRECISIONS
+from .variant_manifest import VariantManifest
 
 log = logging.getLogger("forescale.server")
 
@@ -55,8 +56,11 @@ class EncoderBackend:
     task = EMBEDDINGS
     emulated = False
 
-    def __init__(self, path: Path, model_name: str = "minilm", precision: str = "fp32", device: str = "auto", threads: int = 0, max_batch: int = 32, pool_size: int = 2):
+    def __init__(self, path: Path, model_name: str = "minilm", precision: str = "fp32", device: str = "auto", threads: int = 0, max_batch: int = 32, pool_size: int = 2,
+                 variant: VariantManifest | None = None):
         self.path = Path(path)
+        #: the built variant served (`forescale serve --model-path`), None for the model itself
+        self.variant = variant
         self.model_name = model_name
         self.aliases = tuple({model_name, *(MINILM_ALIASES if model_name in MINILM_ALIASES else ())})
         self.precision = "fp32"
@@ -92,11 +96,17 @@ class EncoderBackend:
 
         hf_logging.set_verbosity_error()  # the unused pooler's weights are reported as "unexpected"
         hf_logging.disable_progress_bar()
-        model = AutoModel.from_pretrained(str(self.path), add_pooling_layer=False)
+        if self.variant is not None:
+            from .variant_loading import load_variant_model
+
+            model = load_variant_model(self.path, self.variant, self.threads)
+        else:
+            model = AutoModel.from_pretrained(str(self.path), add_pooling_layer=False)
         self._variants["fp32"] = model.eval().to(self.device)
-        self.dim = int(model.config.hidden_size)
+        config = json.loads((self.path / "config.json").read_text())
+        self.dim = int(config["hidden_size"])
         #: token-id inputs at or over this are refused before they reach a batch
-        self.vocab_size = int(model.config.vocab_size)
+        self.vocab_size = int(config["vocab_size"])
         pin = self.device.type == "cuda"
 
         def allocate():
@@ -112,6 +122,8 @@ class EncoderBackend:
     def supported_precisions(self) -> tuple[str, ...]:
         # int8 uses fbgemm (CPU only); fp16 matmuls on CPU are slow, while bf16 has native kernels on
         # recent x86 (avx512_bf16), so it stays available on CPU.
+        if self.variant is not None and self.variant.architecture == "onnx":
+            return ("fp32",)  # a frozen onnxruntime graph: there are no torch weights to cast or quantize
         return ("fp32", "fp16", "bf16") if self.device.type == "cuda" else ("fp32", "bf16", "int8")
 
     # --- compute ----------------------------------------------------------
@@ -207,7 +219,14 @@ class EncoderBackend:
             if self.device.type != "cpu":
                 raise ValueError("int8 here uses CPU kernels (fbgemm); on CUDA serve fp16/bf16")
             texts = self._calibration()
-            model, self.int8_split = server_int8(base, self.model_name in MINILM_ALIASES, lambda m: self.embed_with(m, texts))
+            if self.variant is not None and self.variant.int8_split:
+                from .quantization import OUTLIER_FRACTION, outlier_split
+
+                # a variant names its own sensitive layers (a 3-layer student has no encoder.layer.4)
+                self.int8_split = list(self.variant.int8_split)
+                model = outlier_split(base, lambda m: self.embed_with(m, texts), OUTLIER_FRACTION, only=self.int8_split)
+            else:
+                model, self.int8_split = server_int8(base, self.model_name in MINILM_ALIASES, lambda m: self.embed_with(m, texts))
             log.info("int8: dynamic per-channel everywhere; outlier channels of %d sensitive layers in fp32", len(self.int8_split))
             return model
         raise ValueError(f"unknown precision {precision!r}")
@@ -232,6 +251,26 @@ class EncoderBackend:
         self.precision = precision
 
     # --- observability ----------------------------------------------------
+
+    def served_bytes(self) -> int:
+        """Bytes of the model at the precision in force, serialised (an ONNX graph: its file)."""
+        import io
+
+        model = self._variants[self.precision]
+        session = getattr(model, "session", None)
+        if session is not None:
+            return int(model.path.stat().st_size)
+        buffer = io.BytesIO()
+        torch.save(model.state_dict(), buffer)
+        return buffer.tell()
+
+    def variant_info(self) -> dict | None:
+        """Which built variant this is (None for the model itself)."""
+        v = self.variant
+        if v is None:
+            return None
+        return {"variant": v.name, "recipe": v.recipe, "teacher": v.teacher, "architecture": v.architecture,
+                "path": str(self.path), "built_quality": v.quality, "commit": v.commit}
 
     def stats(self) -> dict:
         if self.device.type == "cuda":

@@ -99,7 +99,8 @@ async def healthz(request: web.Request) -> web.Response:
 async def readyz(request: web.Request) -> web.Response:
     server = request.app[SERVER_KEY]
     if server.ready:
-        return _json({"status": "ready", "model": server.backend.model_name, "precision": server.backend.precision, "emulated": server.backend.emulated})
+        return _json({"status": "ready", "model": server.backend.model_name, "precision": server.backend.precision, "emulated": server.backend.emulated,
+                      "variant": server.variant_name()})
     return _json({"status": "not ready", "reason": server.load_error or "loading"}, 503)
 
 
@@ -146,6 +147,10 @@ def _profile(server: ModelServer, body: dict):
     return server.profile(requests, timeout)
 
 
+def _model(server: ModelServer, body: dict):
+    return server.model_info()
+
+
 def _faults(server: ModelServer, body: dict):
     return server.fault(admin_bodies.parse_fault(body, server.config.max_leak_mb))
 
@@ -167,6 +172,7 @@ def build_app(server: ModelServer) -> web.Application:
     app.router.add_post("/admin/log-level", _admin(_log_level))
     app.router.add_post("/admin/profile", _admin(_profile))
     app.router.add_post("/admin/faults", _admin(_faults, faults=True))
+    app.router.add_post("/admin/model", _admin(_model))
 
     async def on_startup(_: web.Application) -> None:
         await server.start()

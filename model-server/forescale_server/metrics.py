@@ -117,6 +117,12 @@ class _StateCollector(Collector):
             gauge("forescale_fault_leaked_bytes", "Memory held by the leak fault", state.get("leaked_bytes")),
         ]
         yield from (f for f in families if f is not None)
+        variant = state.get("variant")
+        if variant:
+            info = GaugeMetricFamily("forescale_model_variant_info", "The built variant served (--model-path): always 1, the labels say which",
+                                     labels=BASE_LABELS + ("variant", "recipe", "teacher"))
+            info.add_metric(base + [variant["variant"], variant["recipe"], variant["teacher"]], 1.0)
+            yield info
         agreement = state.get("agreement") or {}
         if agreement:
             family = GaugeMetricFamily(

@@ -259,7 +259,27 @@ class ModelServer:
             seconds = time.perf_counter() - started
         log.warning("precision switched %s -> %s in %.2f s; agreement with fp32 %.5f%s", previous, precision, seconds, agreement,
                     " (emulated table)" if self.backend.emulated else "")
-        return {"precision": precision, "previous": previous, "agreement": agreement, "seconds": round(seconds, 3), "emulated": self.backend.emulated}
+        return {"precision": precision, "previous": previous, "agreement": agreement, "seconds": round(seconds, 3), "emulated": self.backend.emulated,
+                "variant": self.variant_name()}
+
+    def variant_name(self) -> str | None:
+        """The built variant served (`--model-path`), None for the model itself."""
+        info = self.variant_info()
+        return info["variant"] if info else None
+
+    def variant_info(self) -> dict | None:
+        info = getattr(self.backend, "variant_info", None)
+        return info() if info else None
+
+    def model_info(self) -> dict:
+        """`POST /admin/model`: what is served, at which precision, from which variant."""
+        return {"model": self.backend.model_name, "task": self.backend.task, "precision": self.backend.precision,
+                "supported_precisions": list(self.backend.supported_precisions()), "emulated": self.backend.emulated,
+                "variant": self.variant_info(), "served_bytes": self._served_bytes()}
+
+    def _served_bytes(self) -> int | None:
+        size = getattr(self.backend, "served_bytes", None)
+        return size() if size else None
 
     async def warmup(self, req: WarmupRequest) -> dict:
         """Compute and cache the given inputs, or the `top` most frequent recent
@@ -357,6 +377,7 @@ class ModelServer:
             "agreement": dict(self.agreement),
             "cache_entries": len(self.cache),
             "leaked_bytes": self.faults.leaked_mb << 20,
+            "variant": self.variant_info(),
         }
         state.update(self.backend.stats())
         return state

@@ -1,0 +1,312 @@
+"""`forescale variants build`: the lighter variants of an encoder (DESIGN.md §6).
+
+Recipes (each a directory with a `variant.json` manifest):
+- `int8`: the teacher's weights, served at the server's int8 precision;
+- `pruned`: the 20% of attention heads with the lowest gradient sensitivity
+  removed (`head_sensitivity`, `head_pruning`), then fine-tuned towards the
+  teacher's embeddings;
+- `distilled`: a 3-layer student initialised from teacher layers, trained on
+  the distance between its embeddings and the teacher's;
+- `distilled-int8`: the same student served at int8;
+- `fused`: the teacher as an ONNX graph (constant folding) run by
+  onnxruntime with operator fusion.
+
+Each variant is built in a hidden temporary directory beside its final one
+and renamed into place only once its manifest (written last) is there, so an
+interrupted build leaves no directory a server would load. Quality is measured
+by loading the finished directory through the server's own backend.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from .embedding_distill import (
+    contrastive_loss,
+    make_batches,
+    mean_distance,
+    pooled,
+    student_from_teacher,
+    teacher_targets,
+    train_to_teacher,
+)
+from .embedding_quality import quality
+from .head_pruning import heads_per_layer, prune_heads
+from .head_sensitivity import head_sensitivity, lowest_heads
+from .variant_manifest import RECIPES, VariantManifest, file_sha256, hash_files, write_manifest
+
+log = logging.getLogger("forescale.variants")
+
+#: teacher files that are not weights: copied into every variant so it is self-contained
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".h5", ".ot", ".msgpack")
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    prune_fraction: float = 0.2
+    sensitivity_batches: int = 8
+    prune_epochs: int = 2
+    prune_lr: float = 3e-5
+    student_layers: tuple[int, ...] = (1, 3, 5)
+    distill_epochs: int = 3
+    distill_lr: float = 1e-4
+    batch_size: int = 32
+    max_train_len: int = 64
+    seed: int = 0
+
+
+@dataclass
+class BuildContext:
+    teacher_dir: Path
+    teacher_name: str
+    settings: BuildSettings
+    train_texts: list[str]
+    eval_texts: list[str]
+    train_source: str
+    eval_source: str
+    threads: int = 0
+    commit: str = "unknown"
+    teacher: torch.nn.Module | None = None
+    batches: list = field(default_factory=list)
+    targets: list = field(default_factory=list)
+    reference: object = None
+    student: torch.nn.Module | None = None
+    student_inputs: dict = field(default_factory=dict)
+
+
+def git_commit() -> str:
+    here = Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here, capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (sha + ("+dirty" if dirty else "")) if sha else "unknown"
+
+
+def parse_recipes(text: str | None) -> list[str]:
+    if not text:
+        return list(RECIPES)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in RECIPES]
+    if unknown or not names:
+        raise ValueError(f"unknown recipe(s) {', '.join(unknown) or '(none given)'}; known: {', '.join(RECIPES)}")
+    return list(dict.fromkeys(names))
+
+
+def _copy_non_weights(src: Path, dst: Path) -> None:
+    for p in src.iterdir():
+        if p.is_file() and not p.name.endswith(_WEIGHT_SUFFIXES) and p.name != "README.md":
+            shutil.copy2(p, dst / p.name)
+
+
+def _tokenizer(teacher_dir: Path, max_len: int):
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(teacher_dir / "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(max_len)
+    return tok
+
+
+def _prepare(ctx: BuildContext) -> None:
+    """Teacher, training batches with the teacher's target embeddings, eval reference (once per build)."""
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    from .encoder_backend import EncoderBackend
+
+    if ctx.teacher is not None:
+        return
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    torch.manual_seed(ctx.settings.seed)
+    ctx.teacher = AutoModel.from_pretrained(str(ctx.teacher_dir), add_pooling_layer=False).eval()
+    ctx.batches = make_batches(_tokenizer(ctx.teacher_dir, ctx.settings.max_train_len), ctx.train_texts, ctx.settings.batch_size)
+    ctx.targets = teacher_targets(ctx.teacher, ctx.batches)
+    backend = EncoderBackend(ctx.teacher_dir, ctx.teacher_name, device="cpu", threads=ctx.threads)
+    backend.load_sync()
+    ctx.reference = backend.embed_texts(ctx.eval_texts).numpy()
+
+
+def _base_inputs(ctx: BuildContext) -> dict:
+    weights = ctx.teacher_dir / "model.safetensors"
+    return {
+        "teacher": ctx.teacher_name,
+        "teacher_weights_sha256": file_sha256(weights) if weights.is_file() else None,
+        "train_source": ctx.train_source,
+        "train_sentences": len(ctx.train_texts),
+        "eval_source": ctx.eval_source,
+        "eval_sentences": len(ctx.eval_texts),
+        "split": "by source: training sentences come only from the training source, quality is measured only on the evaluation source",
+        "seed": ctx.settings.seed,
+    }
+
+
+def _int8_split(model: torch.nn.Module, teacher_name: str, same_layers_as_teacher: bool) -> list[str]:
+    from .backend import MINILM_ALIASES
+    from .quantization import MINILM_SENSITIVE, default_sensitive
+
+    if teacher_name in MINILM_ALIASES and same_layers_as_teacher:
+        return list(MINILM_SENSITIVE)
+    return default_sensitive(model)
+
+
+def _save_state(model: torch.nn.Module, path: Path) -> None:
+    from safetensors.torch import save_file
+
+    save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(path))
+
+
+def _recipe_int8(ctx: BuildContext, tmp: Path) -> dict:
+    shutil.copy2(ctx.teacher_dir / "model.safetensors", tmp / "model.safetensors")
+    return {"architecture": "bert", "precision": "int8", "int8_split": _int8_split(ctx.teacher, ctx.teacher_name, True),
+            "inputs": {"recipe": "the teacher's fp32 weights; the server quantizes them at load (dynamic per-channel int8, outlier channels of the split layers fp32)"}}
+
+
+def _pruned_sensitivity_loss(model, batch_and_target):
+    batch, target = batch_and_target
+    return contrastive_loss(pooled(model, batch), target)
+
+
+def _recipe_pruned(ctx: BuildContext, tmp: Path) -> dict:
+    import copy
+
+    s = ctx.settings
+    model = copy.deepcopy(ctx.teacher)
+    rng = random.Random(s.seed)
+    picks = rng.sample(range(len(ctx.batches)), min(s.sensitivity_batches, len(ctx.batches)))
+    scores = head_sensitivity(model, [(ctx.batches[i], ctx.targets[i]) for i in picks], _pruned_sensitivity_loss)
+    chosen = lowest_heads(scores, s.prune_fraction)
+    before = heads_per_layer(model)
+    prune_heads(model, chosen)
+    distance_before = mean_distance(model, ctx.batches, ctx.targets)
+    history = train_to_teacher(model, ctx.batches, ctx.targets, s.prune_epochs, s.prune_lr, s.seed)
+    _save_state(model, tmp / "model.safetensors")
+    shutil.copy2(ctx.teacher_dir / "config.json", tmp / "config.json")  # the unpruned shape; the manifest says what to remove
+    return {"architecture": "bert-pruned", "precision": "fp32", "pruned_heads": {str(k): v for k, v in chosen.items()},
+            "int8_split": _int8_split(model, ctx.teacher_name, True),
+            "inputs": {"prune_fraction": s.prune_fraction, "heads_before": before, "heads_after": heads_per_layer(model),
+                       "sensitivity": "S_i = (1/N) sum_j |dL_j/dxi_i|, xi_i the gate on head i's output, L the in-batch contrastive loss to the teacher's embeddings",
+                       "sensitivity_batches": len(picks), "sensitivity_scores": [[round(float(x), 6) for x in layer] for layer in scores],
+                       "fine_tune": {"loss": "1 - cos(model, teacher) of mean-pooled embeddings", "epochs": s.prune_epochs, "lr": s.prune_lr,
+                                     "batch_size": s.batch_size, "train_distance_after_pruning": round(distance_before, 6),
+                                     "epoch_losses": [round(x, 6) for x in history]}}}
+
+
+def _train_student(ctx: BuildContext) -> None:
+    if ctx.student is not None:
+        return
+    s = ctx.settings
+    student = student_from_teacher(ctx.teacher, list(s.student_layers))
+    distance_before = mean_distance(student, ctx.batches, ctx.targets)
+    history = train_to_teacher(student, ctx.batches, ctx.targets, s.distill_epochs, s.distill_lr, s.seed)
+    ctx.student = student
+    ctx.student_inputs = {"student_layers_from_teacher": list(s.student_layers), "teacher_layers": len(ctx.teacher.encoder.layer),
+                          "loss": "1 - cos(student, teacher) of mean-pooled embeddings", "epochs": s.distill_epochs, "lr": s.distill_lr,
+                          "batch_size": s.batch_size, "train_distance_at_init": round(distance_before, 6),
+                          "epoch_losses": [round(x, 6) for x in history]}
+
+
+def _recipe_distilled(ctx: BuildContext, tmp: Path, precision: str = "fp32") -> dict:
+    _train_student(ctx)
+    ctx.student.save_pretrained(str(tmp), safe_serialization=True)
+    return {"architecture": "bert", "precision": precision, "int8_split": _int8_split(ctx.student, ctx.teacher_name, False),
+            "inputs": dict(ctx.student_inputs)}
+
+
+def _recipe_distilled_int8(ctx: BuildContext, tmp: Path) -> dict:
+    return _recipe_distilled(ctx, tmp, "int8")
+
+
+def _recipe_fused(ctx: BuildContext, tmp: Path) -> dict:
+    from .onnx_graph import ONNX_FILE, export_onnx
+
+    export_onnx(ctx.teacher, tmp / ONNX_FILE)
+    return {"architecture": "onnx", "precision": "fp32",
+            "inputs": {"export": "torch.onnx.export(dynamo=True, optimize=True): constant folding", "runtime": "onnxruntime, ORT_ENABLE_ALL (operator fusion)"}}
+
+
+_RECIPES: dict[str, Callable[[BuildContext, Path], dict]] = {
+    "int8": _recipe_int8, "pruned": _recipe_pruned, "distilled": _recipe_distilled,
+    "distilled-int8": _recipe_distilled_int8, "fused": _recipe_fused,
+}
+
+
+def _measure(ctx: BuildContext, directory: Path, manifest: VariantManifest) -> dict:
+    """Quality of the finished files, loaded the way the server loads them."""
+    from .encoder_backend import EncoderBackend
+
+    backend = EncoderBackend(directory, ctx.teacher_name, device="cpu", threads=ctx.threads, variant=manifest)
+    backend.load_sync()
+    backend.prepare_sync(manifest.precision)
+    backend.activate_precision(manifest.precision)
+    return quality(ctx.reference, backend.embed_texts(ctx.eval_texts).numpy())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale_partials(out: Path, recipe: str) -> None:
+    """Temporary directories of builds that were killed (SIGKILL leaves them) or of this process."""
+    for p in out.glob(f".{recipe}.partial-*"):
+        pid = p.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+            shutil.rmtree(p, ignore_errors=True)
+
+
+def build_one(ctx: BuildContext, out: Path, recipe: str, say: Callable[[str], None] = log.info,
+              recipes: dict[str, Callable[[BuildContext, Path], dict]] | None = None) -> VariantManifest:
+    """Build `recipe` into out/<recipe> through a temporary directory (`recipes`: the recipe functions)."""
+    _prepare(ctx)
+    final = out / recipe
+    _remove_stale_partials(out, recipe)
+    tmp = out / f".{recipe}.partial-{os.getpid()}"
+    tmp.mkdir(parents=True)
+    started = time.perf_counter()
+    try:
+        _copy_non_weights(ctx.teacher_dir, tmp)
+        made = (recipes or _RECIPES)[recipe](ctx, tmp)
+        inputs = {**_base_inputs(ctx), **made.pop("inputs")}
+        manifest = VariantManifest(name=recipe, recipe=recipe, teacher=ctx.teacher_name, files=hash_files(tmp), inputs=inputs,
+                                   commit=ctx.commit, quality={}, **made)
+        manifest.quality = _measure(ctx, tmp, manifest)
+        manifest.build_seconds = round(time.perf_counter() - started, 1)
+        write_manifest(tmp, manifest)
+        old = out / f".{recipe}.old-{os.getpid()}"
+        if final.exists():
+            final.rename(old)
+        tmp.rename(final)
+        if old.exists():
+            shutil.rmtree(old)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    say(f"built {final}: {manifest.quality} in {manifest.build_seconds:.0f} s")
+    return manifest
+
+
+def build_variants(out: Path, recipes: list[str], ctx: BuildContext, say: Callable[[str], None] = log.info) -> list[VariantManifest]:
+    out.mkdir(parents=True, exist_ok=True)
+    return [build_one(ctx, out, recipe, say) for recipe in recipes]
+
+
+def settings_dict(settings: BuildSettings) -> dict:
+    return asdict(settings)
