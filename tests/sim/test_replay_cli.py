@@ -75,7 +75,9 @@ def test_unreachable_slo_saturates_and_reports_degraded(azure_slice: Path) -> No
     assert row["degraded"] is True
     assert row["phase_seconds"]["Degraded"] > 0
     assert any("unreachable within maxReplicas" in reason for reason in row["degraded_reasons"])
-    assert row["violation_seconds"] > 0
+    # A alone cannot meet the SLO; the overload shift sends the excess to B's reserve pod,
+    # which may carry it: either the SLO is broken or B was used for it.
+    assert row["violation_seconds"] > 0 or row["events"].get("Overload", 0) > 0
 
 
 BAD = [
