@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import bad_request
+from .input_text import check_encodable
 from .service_model import PRECISIONS
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -62,6 +63,8 @@ def parse_warmup(body: dict[str, Any], max_items: int, max_chars: int) -> Warmup
     too_long = [i for i, x in enumerate(inputs) if len(x) > max_chars]
     if too_long:
         raise bad_request(f"'inputs[{too_long[0]}]' is over the {max_chars}-character limit")
+    for i, text in enumerate(inputs):
+        check_encodable(f"inputs[{i}]", text)
     return WarmupRequest(inputs=inputs)
 
 

@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from .config import BatchingConfig, CacheConfig, Labels, Limits, ServerConfig, default_precision
+from .config import BatchingConfig, CacheConfig, ConnectionLimits, Labels, Limits, ServerConfig, default_precision
 from .result_cache import POLICIES
 from .service_model import PRECISIONS, PROFILES
 
@@ -52,6 +52,10 @@ def serve(
     max_items: int = typer.Option(256, help="Most inputs in one request."),
     max_input_chars: int = typer.Option(8192, help="Longest input, in characters."),
     max_leak_mb: int = typer.Option(512, help="Bound on memory the leak fault may hold."),
+    header_timeout_s: float = typer.Option(30.0, help="Seconds a client has to send a request's line and headers."),
+    body_timeout_s: float = typer.Option(30.0, help="Seconds a client has to send a request's body after its headers."),
+    max_connections: int = typer.Option(0, help="Open connections beyond which new ones are closed at accept "
+                                                "(0: the file-descriptor limit less 128, 16 to 4096)."),
     log_level: str = typer.Option("INFO", help="DEBUG, INFO, WARNING or ERROR."),
 ) -> None:
     """Serve /v1/embeddings or /v1/completions, /metrics, /healthz, /readyz and the admin API."""
@@ -91,6 +95,11 @@ def serve(
             _fail(f"{name} must be >= 1, got {value}")
     if max_wait_ms < 0:
         _fail(f"--max-wait-ms must be >= 0, got {max_wait_ms}")
+    for name, seconds in (("--header-timeout-s", header_timeout_s), ("--body-timeout-s", body_timeout_s)):
+        if not 0 < seconds <= 3600:
+            _fail(f"{name} must be over 0 and at most 3600, got {seconds}")
+    if max_connections < 0:
+        _fail(f"--max-connections must be >= 0 (0: from the file-descriptor limit), got {max_connections}")
 
     from .admin_token import AdminToken
     from .backend import make_backend
@@ -106,6 +115,7 @@ def serve(
         limits=Limits(max_body_bytes, max_items, max_input_chars),
         batching=BatchingConfig(max_batch, max_wait_ms / 1000.0, min_batch, max_queue),
         cache=CacheConfig(cache_policy, cache_size, cache_window_s, cache_keep_turns),
+        connections=ConnectionLimits(header_timeout_s, body_timeout_s, max_connections or None),
         labels=Labels.from_env(), max_leak_mb=max_leak_mb,
     )
     if emulate_gpu:

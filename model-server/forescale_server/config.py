@@ -71,6 +71,20 @@ class CacheConfig:
 
 
 @dataclass(frozen=True)
+class ConnectionLimits:
+    """What one client connection may hold (`connection_guard.py`)."""
+
+    #: a request head (request line and headers) must arrive within this many seconds of its first byte
+    header_timeout_s: float = 30.0
+    #: and its body within this many seconds of the head
+    body_timeout_s: float = 30.0
+    #: open connections beyond which new ones are closed at accept; None: under the file-descriptor limit
+    max_connections: int | None = None
+    #: an idle keep-alive connection is closed after this many seconds
+    keepalive_timeout_s: float = 75.0
+
+
+@dataclass(frozen=True)
 class ServerConfig:
     """Everything `forescale serve` was told."""
 
@@ -85,6 +99,7 @@ class ServerConfig:
     limits: Limits = field(default_factory=Limits)
     batching: BatchingConfig = field(default_factory=BatchingConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     labels: Labels = field(default_factory=Labels)
     #: ceiling on the memory `/admin/faults {"leak_mb": N}` may hold in total
     max_leak_mb: int = 512

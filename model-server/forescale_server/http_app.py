@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -11,12 +12,14 @@ from aiohttp import web, web_protocol
 
 from . import admin_bodies
 from .completion_stream import completion_events
+from .connection_guard import ConnectionGuard, default_max_connections
 from .errors import APIError
 from .request_parsing import decode_json_object, parse_completion_request, parse_embedding_request
 from .server import ModelServer
 
 log = logging.getLogger("forescale.server")
 SERVER_KEY = web.AppKey("server", ModelServer)
+GUARD_KEY = web.AppKey("connection_guard", ConnectionGuard)
 
 
 def _json(body: dict | str, status: int = 200, headers: dict | None = None) -> web.Response:
@@ -32,6 +35,9 @@ def _error(exc: APIError) -> web.Response:
 async def _errors(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
     """Every failure becomes a JSON error; inference requests are counted by code."""
     server = request.app[SERVER_KEY]
+    guard = request.app.get(GUARD_KEY)
+    if guard is not None:
+        guard.request_started(request.transport)
     try:
         response = await handler(request)
     except APIError as exc:
@@ -46,6 +52,11 @@ async def _errors(request: web.Request, handler: Callable[[web.Request], Awaitab
     except Exception:  # noqa: BLE001 - a bug must not take the server down or leak a traceback to the client
         log.exception("internal error on %s %s", request.method, request.path)
         response = _error(APIError(500, "internal server error", "server_error"))
+    finally:
+        if guard is not None:
+            guard.request_finished(request.transport)
+    if response.status == 408:
+        response.force_close()  # the rest of a late body may still come: do not read it as the next request
     if request.path.startswith("/v1/"):
         server.metrics.observe_request(server.backend.precision, response.status)
     return response
@@ -55,8 +66,11 @@ async def _body(request: web.Request, server: ModelServer) -> bytes:
     declared = request.content_length
     if declared is not None and declared > server.limits.max_body_bytes:
         raise APIError(413, f"request body is {declared} bytes; the limit is {server.limits.max_body_bytes}")
+    timeout = server.config.connections.body_timeout_s
     try:
-        return await request.read()
+        return await asyncio.wait_for(request.read(), timeout)
+    except asyncio.TimeoutError:
+        raise APIError(408, f"request body did not arrive within {timeout:g} s") from None
     except web_protocol.RequestPayloadError as exc:
         # e.g. a body that is not gzip under `Content-Encoding: gzip`: the client's fault, not ours
         detail = str(exc).replace("\n", " ").split("message:", 1)[-1].strip()
@@ -185,15 +199,41 @@ def build_app(server: ModelServer) -> web.Application:
     return app
 
 
+class GuardedSite(web.TCPSite):
+    """A TCP site whose connections go through a `ConnectionGuard` (cap at accept, request-head timeout)."""
+
+    def __init__(self, runner: web.AppRunner, host: str, port: int, guard: ConnectionGuard) -> None:
+        super().__init__(runner, host, port, shutdown_timeout=10)
+        self.guard = guard
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)  # registers the site, so runner.cleanup() stops it
+        self._server = await asyncio.get_running_loop().create_server(self.guard, self._host, self._port, backlog=self._backlog)
+        self._bound_port = self._server.sockets[0].getsockname()[1] if self._server.sockets else self._port
+
+
+async def start_serving(server: ModelServer, host: str, port: int) -> tuple[web.AppRunner, GuardedSite]:
+    """Listen on host:port behind a `ConnectionGuard`; `site.port` is the bound port."""
+    limits = server.config.connections
+    app = build_app(server)
+    # lingering_time: after an early answer (a 408, a 413) aiohttp reads the rest of the body
+    # for this long before closing; its 10 s default would let a late body hold the slot on.
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=10, keepalive_timeout=limits.keepalive_timeout_s,
+                           lingering_time=1.0)
+    guard = ConnectionGuard(lambda: runner.server(), max_connections=limits.max_connections or default_max_connections(),
+                            header_timeout_s=limits.header_timeout_s)
+    app[GUARD_KEY] = guard  # before setup: the app is frozen after it
+    await runner.setup()
+    site = GuardedSite(runner, host, port, guard)
+    await site.start()
+    return runner, site
+
+
 async def run(server: ModelServer, host: str, port: int) -> None:
     """Serve until cancelled (SIGINT/SIGTERM are handled by the caller)."""
-    import asyncio
-
-    runner = web.AppRunner(build_app(server), access_log=None, shutdown_timeout=10)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    log.info("listening on http://%s:%d (started in %.2f s)", host, port, time.perf_counter() - _T0)
+    runner, site = await start_serving(server, host, port)
+    log.info("listening on http://%s:%d (started in %.2f s; at most %d connections, %g s for a request head)",
+             host, port, time.perf_counter() - _T0, site.guard.max_connections, site.guard.header_timeout_s)
     try:
         await asyncio.Event().wait()
     finally:

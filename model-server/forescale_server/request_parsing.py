@@ -12,6 +12,7 @@ from typing import Any, Union
 
 from .config import Limits
 from .errors import APIError, bad_request
+from .input_text import check_encodable
 
 
 #: one input: a text, or token ids in the model's own vocabulary
@@ -63,7 +64,9 @@ def decode_json_object(raw: bytes, limits: Limits) -> dict[str, Any]:
         raise bad_request("request body is empty; expected a JSON object")
     try:
         body = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except RecursionError:
+        raise bad_request("malformed JSON: nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, bad UTF-8, an integer of over 4,300 digits
         raise bad_request(f"malformed JSON: {exc}") from None
     if not isinstance(body, dict):
         raise bad_request(f"request body must be a JSON object, got {type(body).__name__}")
@@ -118,6 +121,7 @@ def _inputs(body: dict[str, Any], field: str, limits: Limits) -> list[Item]:
             raise bad_request(f"'{name}' is empty", field)
         if len(item) > limits.max_input_chars:
             raise bad_request(f"'{name}' is {len(item)} characters; the limit is {limits.max_input_chars}", field)
+        check_encodable(name, item)
         out.append(item)
     return out
 

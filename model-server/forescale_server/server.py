@@ -153,7 +153,6 @@ class ModelServer:
         results: list[Any] = [None] * len(items)
         missing: list[int] = []
         for i, item in enumerate(items):
-            self.hot.record(item)
             value = self.cache.get(cache_key(model, precision, item))
             if value is None:
                 missing.append(i)
@@ -179,6 +178,9 @@ class ModelServer:
                 stages["queue"] = max(stages["queue"], p.queue_s)
                 for k, v in p.meta["stages"].items():
                     stages[k] = max(stages[k], v)
+        # Only after they were served: an input that failed is never replayed by a warm-up.
+        for item in items:
+            self.hot.record(item)
         return results, stages, len(items) - len(missing)
 
     def _observe(self, stages: dict[str, float], total_s: float) -> None:

@@ -29,22 +29,44 @@ def pod_is_ready(pod: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
 
 
+def admin_port_problem(pod: Mapping[str, Any]) -> str | None:
+    """Why the pod's `forescale.io/admin-port` annotation cannot be used, or None when it is absent or valid."""
+    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(ADMIN_PORT_ANNOTATION)
+    if value is None or _port(value) is not None:
+        return None
+    return f"annotation {ADMIN_PORT_ANNOTATION}={str(value)[:40]!r} is not a port number (1-65535)"
+
+
+def _port(value: Any) -> int | None:
+    """A TCP port from an annotation or a containerPort, or None."""
+    text = str(value).strip()
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= 65535:
+        return None
+    return int(text)
+
+
 def pod_endpoint(pod: Mapping[str, Any]) -> str | None:
-    """`http://ip:port` of a pod's server, or None when it has no IP or port yet."""
+    """`http://ip:port` of a pod's server, or None when it has no IP or usable port yet.
+
+    A pod whose admin-port annotation is not a port is skipped for admin calls
+    (see `admin_port_problem`), rather than guessed at: the annotation exists
+    because the default port is not the admin one.
+    """
     ip = (pod.get("status") or {}).get("podIP")
     if not ip:
         return None
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    port = annotations.get(ADMIN_PORT_ANNOTATION)
-    if port is None:
+    if ADMIN_PORT_ANNOTATION in annotations:
+        port = _port(annotations[ADMIN_PORT_ANNOTATION])
+    else:
         ports = [p for c in (pod.get("spec") or {}).get("containers") or [] for p in c.get("ports") or []]
         named = [p for p in ports if p.get("name") == "http"]
         chosen = (named or ports or [None])[0]
-        port = chosen.get("containerPort") if chosen else None
+        port = _port(chosen.get("containerPort")) if chosen else None
     if port is None:
         return None
     host = f"[{ip}]" if ":" in ip else ip
-    return f"http://{host}:{int(port)}"
+    return f"http://{host}:{port}"
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,51 @@ class Owner:
         return f"{self.name}-{pool}"
 
 
+#: pool names: children are `<name>-<pool>`, so a resource name ending in one would take another resource's child
+POOL_SUFFIXES = ("-a", "-b")
+
+
+class ChildConflict(Exception):
+    """A child's name is held by an object that another controller owns: it is left alone."""
+
+    def __init__(self, kind: str, name: str, holder: str) -> None:
+        self.kind, self.name, self.holder = kind, name, holder
+        super().__init__(f"{kind} {name} is controlled by {holder}, not by this resource; it is left alone "
+                         f"(delete or rename it, or rename this resource)")
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot be a resource's name, or None.
+
+    A resource `chat-a` would own the Service `chat-a` (its both-pools Service)
+    that is also the pool-A Service of a resource `chat`; deleting one then
+    garbage-collects the other's child. Refusing the pool suffixes makes the
+    children of two resources unable to collide.
+    """
+    for suffix in POOL_SUFFIXES:
+        if name.endswith(suffix):
+            base = name[: -len(suffix)]
+            return (f"'{name}' ends in '{suffix}': its Service '{name}' would collide with the pool Service of a "
+                    f"resource named '{base}'; choose a name that does not end in -a or -b")
+    return None
+
+
+def foreign_controller(current: Mapping[str, Any], owner: Owner) -> str | None:
+    """`Kind/name` of the controller holding `current`, when it is neither this resource nor an
+    earlier one of the same name (a delete-and-re-create leaves those behind for a moment)."""
+    for ref in (current.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            if ref.get("kind") == owner.kind and ref.get("name") == owner.name:
+                return None
+            return f"{ref.get('kind')}/{ref.get('name')}"
+    return None
+
+
+def owned_by(current: Mapping[str, Any], owner: Owner) -> bool:
+    """Whether `current` carries this very resource (by uid) as an owner."""
+    return any(r.get("uid") == owner.uid for r in (current.get("metadata") or {}).get("ownerReferences") or [])
+
+
 def spec_hash(value: Any) -> str:
     """A short, stable hash of a desired spec.
 

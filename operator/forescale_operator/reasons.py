@@ -51,11 +51,16 @@ class Reason(str, Enum):
     METRICS_UNAVAILABLE = "MetricsUnavailable"
     #: the spec cannot be acted on
     INVALID_SPEC = "InvalidSpec"
+    #: a pod is skipped for admin calls: its forescale.io/admin-port annotation is not a port
+    ADMIN_PORT_INVALID = "AdminPortInvalid"
+    #: a child's name is held by an object another owner controls; it is left alone
+    CHILD_CONFLICT = "ChildConflict"
 
 
 #: reasons posted as Warning events; all others are Normal
 WARNING_REASONS = frozenset(
-    {Reason.EMERGENCY_STARTED, Reason.OVERLOAD, Reason.CUTBACK_ABORTED, Reason.METRICS_UNAVAILABLE, Reason.INVALID_SPEC, Reason.FORECAST_SPIKE}
+    {Reason.EMERGENCY_STARTED, Reason.OVERLOAD, Reason.CUTBACK_ABORTED, Reason.METRICS_UNAVAILABLE, Reason.INVALID_SPEC,
+     Reason.FORECAST_SPIKE, Reason.ADMIN_PORT_INVALID, Reason.CHILD_CONFLICT}
 )
 
 

@@ -90,6 +90,10 @@ class StatusUpdate:
     def weights(self, weights: Weights) -> None:
         self._set_in("weights", {"a": weights.a, "b": weights.b})
 
+    def preview(self, would: Mapping[str, Any] | None) -> None:
+        """In Preview, what Auto would set now; None (outside Preview) removes the section."""
+        self._set("preview", dict(would) if would is not None else None)
+
     def observed_generation(self, generation: int) -> None:
         self._set("observedGeneration", generation)
 

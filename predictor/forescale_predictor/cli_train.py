@@ -63,6 +63,7 @@ def train_command(
         fail("train", "give either --csv FILE or --prometheus-url URL with --query, --start and --end")
     step_s = duration(step, "--step")
     horizon_s = duration(horizon, "--horizon")
+    _check_out(out)  # before training: a bad --out used to fail only after minutes of it
     if deployment is not None:
         if prometheus_url is None or query:
             fail("train", "--deployment reads the service through --prometheus URL and its --preset; do not give --query or --csv")
@@ -86,6 +87,8 @@ def train_command(
         fail("train", str(exc))
     from . import model_file
 
+    if not _finite_model(model):
+        fail("train", "training diverged: the model's weights or scalers are not finite; no model was written")
     model.metadata.update({"data": f"trained by `forescale train` on {source}", "source": source, **info})
     path = model_file.save(model, out)
     result = {
@@ -148,6 +151,30 @@ def _fine_tune(url, namespace, deployment, pool, preset, base_path, start, end, 
         print(path)
 
 
+def _check_out(out: Path) -> None:
+    """Fail at once when the model could not be written to `out`."""
+    import tempfile
+
+    if out.is_dir():
+        fail("train", f"--out {out} is a folder; give a file path such as {out / 'model.pt'}")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out.parent, prefix=".forescale-write-check-"):
+            pass
+    except OSError as exc:
+        fail("train", f"--out {out}: cannot write there ({exc.strerror or exc})")
+
+
+def _finite_model(model) -> bool:
+    import numpy as np
+    import torch
+
+    weights = all(bool(torch.isfinite(p).all()) for p in model.net.state_dict().values())
+    scalers = all(np.isfinite(np.asarray(a)).all() for a in (model.input_scaler.mean, model.input_scaler.scale,
+                                                               model.target_scaler.mean, model.target_scaler.scale))
+    return weights and scalers
+
+
 def _from_csv(path, step_s, time_column, value_column, latency_column, rate_column, feature):
     import numpy as np
 
@@ -202,6 +229,10 @@ def _when(text: str) -> float:
     return float(parse_times([text], column="--start/--end")[0])
 
 
+#: the largest magnitude a training value may have (a latency in ms or a rate; 1e12 is already absurd)
+MAX_ABS_VALUE = 1e12
+
+
 def _train(times, columns, step_s, horizon_s, lookback, epochs, seed, quiet):
     import numpy as np
 
@@ -216,6 +247,10 @@ def _train(times, columns, step_s, horizon_s, lookback, epochs, seed, quiet):
     for i, name in enumerate(names):
         if not np.isfinite(values[:, i]).any():
             raise SeriesError(f"the {name} series is all NaN")
+        largest = float(np.nanmax(np.abs(values[:, i])))
+        if largest > MAX_ABS_VALUE:
+            # squares of such values overflow the scalers: training would save a NaN-loss model
+            raise SeriesError(f"the {name} series holds {largest:.3g}; values beyond ±{MAX_ABS_VALUE:g} cannot be trained on")
     horizon_s = horizon_s or max(180.0, 3 * step_s)
     steps = int(round(horizon_s / step_s))
     if steps < 1:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import SeriesError
+from .input_files import readable
 from .timeparse import parse_times
 
 TIME_COLUMNS = ("timestamp", "time", "ts", "datetime", "date")
@@ -53,7 +54,7 @@ def load_csv(path: str | Path, *, time_column: str | None = None, value_column: 
     """Read one series from a CSV file; see the module docstring for the rules."""
     path = Path(path)
     try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
+        with readable(path), path.open(newline="", encoding="utf-8-sig") as handle:
             rows = list(csv.reader(handle))
     except OSError as exc:
         raise SeriesError(f"cannot read {path}: {exc.strerror or exc}") from None

@@ -19,6 +19,7 @@ import numpy as np
 
 from .csv_source import RawSeries, find_column
 from .errors import SeriesError
+from .input_files import readable
 from .timeparse import parse_times
 
 
@@ -41,7 +42,7 @@ def load_azure_trace(path: str | Path, step_seconds: float) -> RawSeries:
     """Request rate of an Azure LLM trace CSV (`TIMESTAMP` per request), binned at `step_seconds`."""
     path = Path(path)
     try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
+        with readable(path), path.open(newline="", encoding="utf-8-sig") as handle:
             reader = csv.reader(handle)
             header = next(reader, None)
             if header is None:
@@ -58,7 +59,7 @@ def load_mooncake_trace(path: str | Path, step_seconds: float) -> RawSeries:
     path = Path(path)
     stamps: list[float] = []
     try:
-        with path.open(encoding="utf-8") as handle:
+        with readable(path), path.open(encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue

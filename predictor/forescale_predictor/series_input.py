@@ -17,6 +17,7 @@ from pathlib import Path
 from .csv_source import RawSeries, load_csv
 from .errors import SeriesError
 from .forecast_types import History
+from .input_files import readable
 from .request_traces import is_request_trace_csv, load_azure_trace, load_mooncake_trace
 from .resample import native_step, raw_to_history
 
@@ -28,7 +29,7 @@ def detect_kind(path: Path) -> str:
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         return "mooncake"
     try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
+        with readable(path), path.open(newline="", encoding="utf-8-sig") as handle:
             header = next(csv.reader(handle), [])
     except OSError as exc:
         raise SeriesError(f"cannot read {path}: {exc.strerror or exc}") from None

@@ -2,7 +2,8 @@
 
 Handles ISO 8601 with `T` or a space, a trailing `Z`, fractional seconds of
 any length (Azure writes 7 digits), explicit UTC offsets, and plain epoch
-numbers (seconds, or milliseconds when the numbers are that large).
+numbers (seconds; milliseconds, microseconds or nanoseconds when the numbers
+are that large: today is about 1.7e9 s, 1.7e12 ms, 1.7e15 us, 1.7e18 ns).
 """
 
 from __future__ import annotations
@@ -14,8 +15,16 @@ import numpy as np
 
 from .errors import SeriesError
 
-#: Epoch numbers above this are taken as milliseconds (it is year 5138 in seconds).
-_MS_THRESHOLD = 1e11
+#: (largest |epoch| read in this unit, divisor to seconds): above 1e11 is not seconds (year 5138),
+#: above 1e14 not milliseconds, above 1e17 not microseconds. Microseconds used to be read as
+#: milliseconds: a series 1,000 times too long, silently.
+_UNITS = ((1e11, 1.0), (1e14, 1e3), (1e17, 1e6), (float("inf"), 1e9))
+
+
+def epoch_divisor(numbers: np.ndarray) -> float:
+    """What to divide epoch numbers by for seconds, judged by the largest of them."""
+    largest = float(np.nanmax(np.abs(numbers))) if numbers.size and np.isfinite(numbers).any() else 0.0
+    return next(divisor for bound, divisor in _UNITS if largest <= bound)
 
 
 def parse_times(raw: Sequence[str], *, column: str = "time") -> np.ndarray:
@@ -25,7 +34,7 @@ def parse_times(raw: Sequence[str], *, column: str = "time") -> np.ndarray:
         return np.empty(0, dtype=np.float64)
     numeric = _try_numeric(values)
     if numeric is not None:
-        return numeric / 1000.0 if np.nanmax(np.abs(numeric)) > _MS_THRESHOLD else numeric
+        return numeric / epoch_divisor(numeric)
     cleaned = [v.replace(" ", "T", 1).rstrip("Z") for v in values]
     try:
         stamps = np.array(cleaned, dtype="datetime64[ns]")

@@ -10,7 +10,7 @@ import numpy as np
 
 from .errors import TraceError
 from .trace_files import existing_file
-from .trace_types import RequestTrace, check_sorted
+from .trace_types import RequestTrace, check_sorted, check_tokens
 
 COLUMNS = ("timestamp", "contexttokens", "generatedtokens")
 WHAT = "an Azure LLM trace CSV with columns TIMESTAMP,ContextTokens,GeneratedTokens"
@@ -42,6 +42,7 @@ def read_azure(path: str | Path) -> RequestTrace:
     except ValueError as exc:
         raise TraceError(f"{path}: a TIMESTAMP is not an ISO date-time ({exc})") from None
     check_sorted(times, str(path), unit="request")
+    check_tokens(np.asarray(inputs, dtype=np.float64), np.asarray(outputs, dtype=np.float64), str(path), unit="request")
     return RequestTrace(
         name=str(path),
         arrivals=times - times[0],

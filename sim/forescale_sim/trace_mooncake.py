@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import TraceError
 from .trace_files import existing_file
-from .trace_types import RequestTrace, check_sorted
+from .trace_types import RequestTrace, check_sorted, check_tokens
 
 WHAT = "a Mooncake JSONL trace with timestamp (ms), input_length and output_length on each line"
 
@@ -40,6 +40,7 @@ def read_mooncake(path: str | Path, seed: int = 0) -> RequestTrace:
                 raise TraceError(f"{path}: wrong format at line {number}: expected a JSON object with numeric timestamp, input_length and output_length ({WHAT})") from None
     if not stamps:
         raise TraceError(f"{path}: has no requests")
+    check_tokens(np.asarray(inputs), np.asarray(outputs), str(path), unit="line")
     times = np.asarray(stamps)
     check_sorted(times, str(path), unit="line")
     times = times - times[0]

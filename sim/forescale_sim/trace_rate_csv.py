@@ -15,15 +15,17 @@ from pathlib import Path
 import numpy as np
 
 from .errors import TraceError
-from .trace_files import existing_file
+from .trace_files import epoch_seconds, existing_file
 from .trace_types import RateTrace, check_sorted, check_span
 
+#: the highest rate replayed, req/s (a whole large fleet; numpy's Poisson draw fails near 1e19)
+MAX_RATE = 1e7
 WHAT = "a rate CSV with a timestamp/time column and a value column (req/s)"
 
 
 def _times(raw: list[str], path: Path) -> np.ndarray:
     try:
-        return np.array([float(v) for v in raw])
+        return epoch_seconds([float(v) for v in raw])  # millisecond epochs were read as seconds
     except ValueError:
         pass
     try:
@@ -61,6 +63,9 @@ def read_rate_csv(path: str | Path, compress: float = 1.0, seed: int = 0) -> Rat
     rates = np.asarray(values)
     if np.any(rates < 0) or not np.all(np.isfinite(rates)):
         raise TraceError(f"{path}: the value column must hold finite rates >= 0")
+    if np.any(rates > MAX_RATE):
+        # found by the hostile-files campaign: numpy's Poisson draw fails on 1e13 ("lam value too large")
+        raise TraceError(f"{path}: a rate of {float(rates.max()):.3g} req/s is over the {MAX_RATE:g} req/s a replay simulates")
     t = (times - times[0]) / compress
     step = float(np.median(np.diff(t)))
     check_span(t[-1] + step, str(path))

@@ -89,3 +89,20 @@ def check_span(seconds: float, name: str) -> None:
                          "replayed; check the timestamps for a jump, or compress time (--compress)")
     if seconds < MIN_REPLAY_SECONDS:
         raise TraceError(f"{name}: the trace spans {seconds:.0f} s; a replay needs at least {MIN_REPLAY_SECONDS:.0f} s")
+
+
+#: more tokens than any model's context or output (the largest contexts are about 1e7)
+MAX_TOKENS = 1e8
+
+
+def check_tokens(inputs: np.ndarray, outputs: np.ndarray, source: str, unit: str = "row") -> None:
+    """TraceError at the first token count that is not a finite number from 0 to MAX_TOKENS.
+
+    NaN, 1e12 or negative counts used to be replayed as they were."""
+    from .errors import TraceError
+
+    for name, counts in (("input", inputs), ("output", outputs)):
+        bad = np.flatnonzero(~np.isfinite(counts) | (counts < 0) | (counts > MAX_TOKENS))
+        if bad.size:
+            i = int(bad[0])
+            raise TraceError(f"{source}: {unit} {i + 1}: {name} token count {counts[i]!r} is not a number from 0 to {MAX_TOKENS:g}")

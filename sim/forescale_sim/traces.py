@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 from .errors import TraceError
@@ -31,5 +32,9 @@ def load_trace(path: str | Path, fmt: str, *, seed: int = 0, compress: float | N
         trace = readers[fmt]()
     except UnicodeDecodeError as exc:
         raise TraceError(f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason}); expected a {fmt} trace") from None
+    except csv.Error as exc:  # e.g. a field over the 131072-character limit
+        raise TraceError(f"{path}: not a readable CSV file ({exc}); expected a {fmt} trace") from None
+    except RecursionError:
+        raise TraceError(f"{path}: JSON nested too deeply; expected a {fmt} trace") from None
     check_span(trace.duration_seconds, str(path))
     return trace

@@ -7,6 +7,8 @@ healthy answers come from `latency_ms` / `rate`; `mode` switches to a fault:
 |---|---|
 | ok | one sample per query, by what the query asks for |
 | nan | `"NaN"` as every value |
+| negative | `-50` as every value (a broken exporter) |
+| negative-rate | `-50` for the rates, the rest as healthy |
 | empty | `result: []` |
 | garbage | an HTML page with status 200 (a proxy's error page) |
 | wrong-shape | `result` is an object, not a list |
@@ -27,7 +29,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
-MODES = ("ok", "nan", "empty", "garbage", "wrong-shape", "not-a-number", "two-series", "http-500", "slow")
+MODES = ("ok", "nan", "negative", "negative-rate", "empty", "garbage", "wrong-shape", "not-a-number", "two-series", "http-500", "slow")
 
 
 class FakePrometheus:
@@ -112,7 +114,10 @@ class FakePrometheus:
         elif mode == "two-series":
             result = [{"metric": labels, "value": [now, "1"]}, {"metric": {**labels, "pool": "b"}, "value": [now, "2"]}]
         else:
-            value = {"nan": "NaN", "not-a-number": "abc"}.get(mode, repr(self.value_for(query)))
+            value = {"nan": "NaN", "not-a-number": "abc", "negative": "-50"}.get(mode, repr(self.value_for(query)))
+            if mode == "negative-rate" and "histogram_quantile" not in query and "code=~" not in query \
+                    and "queue_depth" not in query and "quality_agreement" not in query:
+                value = "-50"
             result = [{"metric": labels, "value": [now, value]}]
         body = {"status": "success", "data": {"resultType": "vector", "result": result}}
         return 200, json.dumps(body).encode(), "application/json"

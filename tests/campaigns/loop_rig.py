@@ -24,11 +24,24 @@ NAME, NS = "chat", "default"
 
 
 class Clock:
+    """The wall clock (`t`) and a monotonic one (`mono`): a tick moves both, a jump only the wall clock."""
+
     def __init__(self, t: float = 1_800_000_000.0) -> None:
         self.t = t
+        self.mono = 1000.0
 
     def __call__(self) -> float:
         return self.t
+
+    def monotonic(self) -> float:
+        return self.mono
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+        self.mono += seconds
+
+    def jump(self, seconds: float) -> None:
+        self.t += seconds
 
 
 class ScriptedSource:
@@ -103,7 +116,7 @@ class LoopRig:
             api=self.api, actuators=Actuators(self.api), events=events,
             metrics=LoopMetrics("http://prom:9090", clock=self.clock, build=lambda url: source),
             forecaster=LoopForecaster(loader=lambda _: make_baseline("last", step_seconds=5, horizon_seconds=30)),
-            decide=Actor(admin_token_secret=None, clock=self.clock),
+            decide=Actor(admin_token_secret=None, clock=self.clock, monotonic=self.clock.monotonic),
         )
 
     def restart(self) -> None:
@@ -115,7 +128,7 @@ class LoopRig:
         await reconcile(self.cluster.put(body), HandlerDeps(api=self.api, actuators=Actuators(self.api), events=self.deps.events))
 
     async def tick(self, seconds: float | None = None) -> str:
-        self.clock.t += self.step if seconds is None else seconds
+        self.clock.advance(self.step if seconds is None else seconds)
         body = self.cluster.get("inferencedeployments", NS, NAME)
         return await tick(TickContext(copy.deepcopy(body)), self.deps)
 

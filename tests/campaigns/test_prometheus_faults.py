@@ -27,6 +27,9 @@ FAULTS = {
     "two-series": "2 series",
     "http-500": "rejected the query",
     "nan": None,
+    # Issue 19, defect 11: a negative reading is as unknown as NaN (it was read as "no traffic").
+    "negative": None,
+    "negative-rate": None,
 }
 
 
@@ -90,7 +93,7 @@ async def _stable_case(cluster, api, example, prometheus, mode):
     assert rig.phase() in ("Stable", "Scaling")  # resumed
 
 
-@pytest.mark.parametrize("mode", ["down", "slow", "garbage", "nan"])
+@pytest.mark.parametrize("mode", ["down", "slow", "garbage", "nan", "negative", "negative-rate"])
 async def test_an_incident_is_neither_ended_nor_restarted_by_a_prometheus_fault(cluster, api, example, prometheus, tally, mode):
     with tally.attempt(f"prometheus {mode} (emergency)"):
         await _emergency_case(cluster, api, example, prometheus, mode)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from aiohttp import web
 
-from forescale_operator.admin_client import AdminClient, pod_endpoint, pod_is_ready, summarize
+from forescale_operator.admin_client import AdminClient, admin_port_problem, pod_endpoint, pod_is_ready, summarize
 
 
 def _pod(ip="10.0.0.5", ports=None, annotations=None, phase="Running", ready="True", deleting=False):
@@ -33,6 +33,17 @@ def _pod(ip="10.0.0.5", ports=None, annotations=None, phase="Running", ready="Tr
 )
 def test_pod_endpoint(pod, endpoint):
     assert pod_endpoint(pod) == endpoint
+
+
+@pytest.mark.parametrize("value,problem", [
+    ("9999", False), (" 8000 ", False), (8000, False), ("http", True), ("-1", True), ("0", True), ("65536", True),
+    ("", True), ("80.5", True), ("１２３", True),
+])
+def test_a_bad_admin_port_annotation_is_skipped_not_raised(value, problem):
+    """Issue 19, defect 6: `forescale.io/admin-port: "http"` raised ValueError on every tick."""
+    pod = _pod(annotations={"forescale.io/admin-port": value})
+    assert (admin_port_problem(pod) is not None) is problem
+    assert (pod_endpoint(pod) is None) is problem
 
 
 @pytest.mark.parametrize(

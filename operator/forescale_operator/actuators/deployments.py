@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 
 from .. import children
-from ..children import Owner
+from ..children import ChildConflict, Owner
 from ..kube.client import KubeApi
 from ..kube.refs import DEPLOYMENTS
 from ..spec import PoolSpec
@@ -32,6 +32,8 @@ class PoolReadiness:
     """A pool as the cluster reports it."""
 
     exists: bool
+    #: this resource (by uid) owns the Deployment; False sends the tick back to reconcile
+    owned: bool = True
     replicas: int = 0
     ready: int = 0
     desired: int = 0
@@ -50,6 +52,9 @@ async def ensure_deployment(api: KubeApi, owner: Owner, pool: PoolSpec, replicas
     """
     name = owner.pool_name(pool.name)
     current = await api.get(DEPLOYMENTS, owner.namespace, name)
+    holder = children.foreign_controller(current, owner) if current is not None else None
+    if holder is not None:
+        raise ChildConflict("Deployment", name, holder)
     if current is None:
         count = clamp(pool.min_replicas if replicas is None else replicas, pool)
         await api.create(DEPLOYMENTS, owner.namespace, children.deployment(owner, pool, count))
@@ -82,4 +87,5 @@ async def read_pool(api: KubeApi, owner: Owner, pool: str) -> PoolReadiness:
         return PoolReadiness(False)
     status = current.get("status") or {}
     desired = int((current.get("spec") or {}).get("replicas", 1))
-    return PoolReadiness(True, int(status.get("replicas") or 0), int(status.get("readyReplicas") or 0), desired)
+    return PoolReadiness(True, children.owned_by(current, owner), int(status.get("replicas") or 0),
+                         int(status.get("readyReplicas") or 0), desired)

@@ -36,6 +36,9 @@ class Actuators:
     async def ensure_services(self, owner: Owner, a: PoolSpec, b: PoolSpec) -> list[str]:
         return await services.ensure_services(self.api, owner, a, b)
 
+    async def services_intact(self, owner: Owner) -> bool:
+        return await services.services_intact(self.api, owner)
+
     async def ensure_route(self, owner: Owner, traffic: TrafficSpec, carry_over: Weights | None = None) -> routes.RouteChange:
         return await routes.ensure_route(self.api, self.router(traffic.router), owner, traffic, carry_over)
 

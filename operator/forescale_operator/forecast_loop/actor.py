@@ -34,6 +34,7 @@ from ..kube.refs import INFERENCE_DEPLOYMENTS
 from ..status import StatusUpdate, write_status
 from ..weights import Weights
 from .admin_token import read_admin_token
+from .clock_jumps import bound_times, shift_times
 from .forecaster import CONFIG_MAPS, ForecastReport
 from .memory import ResourceMemory
 from .metrics import LoopReadings
@@ -83,10 +84,14 @@ class Actor:
     """One per operator; keeps a `ResourceMemory` per resource uid."""
 
     def __init__(self, *, admin_token_secret: str | None, telemetry: Any = None,
-                 clock: Callable[[], float] = time.time, admin_timeout: float = 5.0) -> None:
+                 clock: Callable[[], float] = time.time, admin_timeout: float = 5.0,
+                 monotonic: Callable[[], float] | None = None) -> None:
         self.admin_token_secret = admin_token_secret
         self.telemetry = telemetry
         self.clock = clock
+        # The wall clock's jumps are measured against this one. An injected wall clock (a test's)
+        # without a monotonic one of its own is its own reference: it never jumps.
+        self.monotonic = monotonic or (time.monotonic if clock is time.time else clock)
         self.admin_timeout = admin_timeout
         self.memory: dict[str, ResourceMemory] = {}
 
@@ -108,7 +113,14 @@ class Actor:
         except (StateError, ValueError) as exc:
             logger.warning("%s/%s: unreadable engine state in status (%s); starting afresh", owner.namespace, owner.name, exc)
             state = EngineState()
+        jumped = memory.clock.jump(now, self.monotonic())
+        if jumped:
+            logger.warning("%s/%s: the wall clock jumped %+.0f s; the incident's times move with it", owner.namespace,
+                           owner.name, jumped)
+            state = shift_times(state, jumped)
+        state = bound_times(state, now, spec.traffic.cutback.interval_seconds)
         pods = await read_pods(deps.api, owner)
+        await self._report_pod_problems(pods, memory, deps)
         runtime_a = state.incident.runtime_precision_a or spec.a.precision
         obs = build_observations(
             observations.sample,
@@ -152,6 +164,17 @@ class Actor:
         return decision
 
     # -- acting ------------------------------------------------------------
+
+    async def _report_pod_problems(self, pods: dict[str, PoolPods], memory: ResourceMemory, deps: Any) -> None:
+        """One Warning event per pod and problem; the pod is skipped for admin calls, the loop goes on."""
+        current = set()
+        for pool, pool_pods in pods.items():
+            for name, problem in sorted(pool_pods.problems.items()):
+                current.add((name, problem))
+                if (name, problem) not in memory.pod_problems:
+                    memory.pod_problems.add((name, problem))
+                    await deps.events.post(Reason.ADMIN_PORT_INVALID, f"Skip pod {name} (pool {pool}) for admin calls: {problem}")
+        memory.pod_problems &= current  # pods come and go: remember only the ones still there
 
     async def _write_ahead(self, ctx: Any, owner: Owner, decision: Decision, deps: Any) -> None:
         """Record the incident stage and cut-back step before acting on them.
@@ -274,10 +297,25 @@ class Actor:
                        readings: LoopReadings, memory: ResourceMemory, now: float, owner: Owner,
                        report: ForecastReport | None = None) -> None:
         update.phase(decision.phase)
-        for pool in ("a", "b"):
-            update.pool(pool, desired=decision.desired_replicas[pool], runtime_precision=decision.runtime_precision[pool],
-                        capacity_rps=round(float(decision.capacity_rps[pool]), 2))
-        update.weights(Weights(decision.weights["a"], decision.weights["b"]))
+        if decision.preview:
+            # Preview acts on nothing, so status.pools and status.weights keep what is live (the tick
+            # observed the replicas and the route; the runtime precision is the last one applied), and
+            # what Auto would set goes beside them. Switched from Auto mid-incident, the route stays
+            # 70/30 and the pods int8: reporting the inert 100/0 and fp16 there would misreport both.
+            would = decision.would or decision
+            for pool in ("a", "b"):
+                update.pool(pool, capacity_rps=round(float(decision.capacity_rps[pool]), 2))
+            update.preview({
+                "weights": {p: int(would.weights[p]) for p in ("a", "b")},
+                "desiredReplicas": {p: int(would.desired_replicas[p]) for p in ("a", "b")},
+                "runtimePrecision": dict(would.runtime_precision),
+            })
+        else:
+            for pool in ("a", "b"):
+                update.pool(pool, desired=decision.desired_replicas[pool], runtime_precision=decision.runtime_precision[pool],
+                            capacity_rps=round(float(decision.capacity_rps[pool]), 2))
+            update.weights(Weights(decision.weights["a"], decision.weights["b"]))
+            update.preview(None)
         state = decision.state
         update.cutback(state.incident.cutback_step, _iso(state.incident.cutback_next_at))
         update.last_decision(decision.summary)
@@ -333,7 +371,12 @@ class Actor:
         ns, name = owner.namespace, owner.name
         t.observe_decision_seconds(seconds)
         t.record_phase(ns, name, decision.phase.value)
-        t.record_pools(ns, name, decision.desired_replicas, {"a": observation.a.ready, "b": observation.b.ready}, decision.weights)
+        desired, weights = decision.desired_replicas, decision.weights
+        if decision.preview:  # what is live, as in status
+            desired = {"a": observation.a.desired, "b": observation.b.desired}
+            seen = observation.weights
+            weights = {"a": seen.a, "b": seen.b} if seen is not None else weights
+        t.record_pools(ns, name, desired, {"a": observation.a.ready, "b": observation.b.ready}, weights)
         t.record_observed(ns, name, readings.sample.latency_ms, readings.sample.rate_rps, spec.slo.target_latency_ms,
                           readings.sample.available)
         t.record_cutback_step(ns, name, decision.state.incident.cutback_step)

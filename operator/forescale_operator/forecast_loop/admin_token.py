@@ -31,12 +31,27 @@ async def read_admin_token(api: Any, namespace: str, secret_ref: str | None) -> 
         return None
     raw = (secret.get("data") or {}).get(key)
     if raw is None:
-        string = (secret.get("stringData") or {}).get(key)
-        if string is None:
+        text = (secret.get("stringData") or {}).get(key)
+        if text is None:
             logger.warning("Secret %s/%s has no key %r; admin calls are skipped", namespace, name, key)
-        return string
-    try:
-        return base64.b64decode(raw).decode().strip()
-    except (ValueError, UnicodeDecodeError):
-        logger.warning("Secret %s/%s key %r is not valid base64 text; admin calls are skipped", namespace, name, key)
+            return None
+    else:
+        try:
+            text = base64.b64decode(raw).decode()
+        except (ValueError, UnicodeDecodeError):
+            logger.warning("Secret %s/%s key %r is not valid base64 text; admin calls are skipped", namespace, name, key)
+            return None
+    token = usable_token(text)
+    if token is None:
+        logger.warning("Secret %s/%s key %r is empty or holds characters an Authorization header cannot carry "
+                       "(printable ASCII only); admin calls are skipped", namespace, name, key)
+    return token
+
+
+def usable_token(text: str) -> str | None:
+    """The model server's rule (forescale_server.admin_token.clean_token): strip surrounding
+    whitespace; nothing left, or anything but printable ASCII, is no token."""
+    token = text.strip() if isinstance(text, str) else ""
+    if not token or any(not 0x20 <= ord(c) <= 0x7E for c in token):
         return None
+    return token

@@ -11,6 +11,11 @@ Each resource gets its own `OnlineForecaster` (predictor): the LSTM or the
 `ewm` baseline, whichever is ahead on rolling horizon MAE, with bands
 calibrated online. `report(uid)` says which model file is in use, which model
 forecast and why, and the rolling coverage and MAE at the horizon.
+
+A hostile or broken model costs at most one load per ConfigMap version: a
+failure is remembered by resourceVersion (a 31 KB ConfigMap claiming
+hidden=6000 was reloaded, 1 to 4 s each, on every tick), and a model whose
+forecast takes longer than `budget_s` of CPU is set aside for that version too.
 """
 
 from __future__ import annotations
@@ -80,8 +85,13 @@ def describe(model: Any, where: str) -> str:
     return ", ".join(parts)[:300]
 
 
+#: CPU seconds one resource's forecast may take before its custom model is set aside (the default takes ~10 ms)
+DEFAULT_BUDGET_S = 1.0
+
+
 class LoopForecaster:
-    def __init__(self, api: Any = None, loader: Callable[..., Any] = load_forecaster) -> None:
+    def __init__(self, api: Any = None, loader: Callable[..., Any] = load_forecaster,
+                 budget_s: float = DEFAULT_BUDGET_S) -> None:
         #: the Kubernetes API client, for models kept in ConfigMaps (set once the operator has one)
         self.api = api
         self._load = loader
@@ -95,6 +105,11 @@ class LoopForecaster:
         self._online: dict[str, tuple[Any, OnlineForecaster]] = {}
         #: seconds the last forecast computed, by uid (the Actor adds it to the decision time)
         self.seconds: dict[str, float] = {}
+        self.budget_s = budget_s
+        #: (namespace, ConfigMap) -> (resourceVersion, problem) of a model that failed: not tried again until it changes
+        self._failed: dict[tuple[str, str], tuple[str, str]] = {}
+        #: uid -> the (namespace, ConfigMap, resourceVersion) of the custom model its last forecast used
+        self._in_use: dict[str, tuple[str, str, str]] = {}
 
     def _default_model(self) -> Any:
         if self._default is None:
@@ -103,6 +118,7 @@ class LoopForecaster:
 
     async def model_for(self, owner: Owner, spec: InferenceSpec) -> Any:
         ref, api = spec.forecast, self.api
+        self._in_use.pop(owner.uid, None)
         if not ref.model_config_map or api is None:
             self.problems.pop(owner.uid, None)
             self.sources[owner.uid] = DEFAULT_SOURCE
@@ -117,11 +133,15 @@ class LoopForecaster:
             key = (owner.namespace, ref.model_config_map, version)
             where = f"ConfigMap {owner.namespace}/{ref.model_config_map} key {ref.model_key}"
             cached = self._custom.get(key)
+            failed = self._failed.get(key[:2])
             if cached is not None and cached[1] == ref.model_key:
                 problem = model_mismatch(cached[0], spec.metrics.preset)
                 if problem is None:
+                    self._in_use[owner.uid] = key
                     return self._use(owner, cached[0], describe(cached[0], where))
                 problem = f"{where}: {problem}"
+            elif failed is not None and failed[0] == version:
+                problem = failed[1]
             else:
                 raw = (cm.get("binaryData") or {}).get(ref.model_key)
                 if raw is None:
@@ -131,11 +151,14 @@ class LoopForecaster:
                         model = await asyncio.to_thread(self._load, base64.b64decode(raw))
                     except (ModelFormatError, ValueError) as exc:
                         problem = f"{where} is not a forecaster model: {exc}"
+                        self._failed[key[:2]] = (version, problem)
                     else:
                         self._custom = {k: v for k, v in self._custom.items() if k[:2] != key[:2]}
                         self._custom[key] = (model, ref.model_key)
+                        self._failed.pop(key[:2], None)
                         mismatch = model_mismatch(model, spec.metrics.preset)
                         if mismatch is None:
+                            self._in_use[owner.uid] = key
                             return self._use(owner, model, describe(model, where))
                         problem = f"{where}: {mismatch}"
         elif problem is None:
@@ -171,7 +194,7 @@ class LoopForecaster:
 
     def forget(self, owner: Owner) -> None:
         """Drop a deleted resource's model state (registration.py calls every seam's `forget`)."""
-        for table in (self.problems, self.sources, self._online, self.seconds):
+        for table in (self.problems, self.sources, self._online, self.seconds, self._in_use):
             table.pop(owner.uid, None)
 
     async def forecast(self, owner: Owner, spec: InferenceSpec, observations: LoopReadings | None) -> Forecast | None:
@@ -185,8 +208,21 @@ class LoopForecaster:
             logger.warning("forecast for %s/%s failed: %s", owner.namespace, owner.name, exc)
             return None
         self.seconds[owner.uid] = seconds
+        self._check_budget(owner, seconds)
         # nothing observed yet (all gaps): the engine sizes on the observed rate; status carries the reason
         return None if forecast.model == "none" else forecast
+
+    def _check_budget(self, owner: Owner, seconds: float) -> None:
+        """A custom model over the budget is set aside until its ConfigMap changes (this forecast is still used)."""
+        key = self._in_use.get(owner.uid)
+        if key is None or seconds <= self.budget_s:
+            return
+        problem = (f"ConfigMap {key[0]}/{key[1]}: the model's forecast took {seconds:.2f} s of CPU, over the budget of "
+                   f"{self.budget_s:g} s")
+        logger.warning("%s/%s: %s; using the packaged default model", owner.namespace, owner.name, problem)
+        self._custom.pop(key, None)
+        self._failed[key[:2]] = (key[2], problem)
+        self.problems[owner.uid] = problem + "; using the packaged default model from the next tick"
 
 
 def _timed(model: Any, history: Any) -> tuple[Forecast, float]:

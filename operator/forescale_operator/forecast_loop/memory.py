@@ -11,6 +11,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from .clock_jumps import ClockWatch
+
 
 @dataclass
 class ResourceMemory:
@@ -23,6 +25,10 @@ class ResourceMemory:
     scored: deque = field(default_factory=lambda: deque(maxlen=40))
     #: the last problem with the resource's forescale.io/capacity-rps annotation (logged once)
     annotation_problem: str | None = None
+    #: pod problems already reported with a Warning event, as (pod name, problem)
+    pod_problems: set = field(default_factory=set)
+    #: the clocks at the last tick, to tell a wall-clock jump from time passing
+    clock: ClockWatch = field(default_factory=ClockWatch)
 
     def remember_forecast(self, target_time: float, median: float, upper: float) -> None:
         self.pending.append((target_time, median, upper))

@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..admin_client import pod_endpoint, pod_is_ready
+from ..admin_client import admin_port_problem, pod_endpoint, pod_is_ready
 from ..children import Owner
 from ..kube.refs import Ref
 
@@ -41,6 +41,8 @@ class PoolPods:
     startup_seconds: float | None
     #: ready pods' container restart counts by name: a restarted server has lost its runtime settings
     restarts: dict[str, int] = field(default_factory=dict)
+    #: pods skipped for admin calls, by name, and why (a bad forescale.io/admin-port annotation)
+    problems: dict[str, str] = field(default_factory=dict)
 
     def incarnation(self, name: str) -> str:
         """The pod's name and restart count: what a runtime setting applied through the admin API belongs to."""
@@ -54,7 +56,11 @@ def split_pools(pods: list[Mapping[str, Any]]) -> dict[str, PoolPods]:
         endpoints = {}
         restarts = {}
         startups = []
+        problems = {}
         for pod in mine:
+            problem = admin_port_problem(pod)
+            if problem:
+                problems[pod["metadata"]["name"]] = problem
             if pod_is_ready(pod):
                 endpoint = pod_endpoint(pod)
                 if endpoint:
@@ -64,7 +70,7 @@ def split_pools(pods: list[Mapping[str, Any]]) -> dict[str, PoolPods]:
                 measured = startup_seconds(pod)
                 if measured is not None:
                     startups.append((_time(pod["metadata"].get("creationTimestamp")) or 0.0, measured))
-        out[pool] = PoolPods(endpoints, max(startups)[1] if startups else None, restarts)
+        out[pool] = PoolPods(endpoints, max(startups)[1] if startups else None, restarts, problems)
     return out
 
 

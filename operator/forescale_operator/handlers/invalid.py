@@ -14,7 +14,8 @@ from .deps import HandlerDeps
 logger = logging.getLogger(__name__)
 
 
-async def mark_invalid(body: Mapping[str, Any], error: SpecError, deps: HandlerDeps) -> None:
+async def mark_invalid(body: Mapping[str, Any], error: SpecError | ValueError | Exception, deps: HandlerDeps,
+                       reason: Reason = Reason.INVALID_SPEC) -> None:
     """Report the bad field; post the event only when the problem is new (not on every retry or resume)."""
     meta = body["metadata"]
     status = body.get("status") or {}
@@ -23,9 +24,10 @@ async def mark_invalid(body: Mapping[str, Any], error: SpecError, deps: HandlerD
     is_new = status.get("phase") != Phase.INVALID.value or ready.get("message") != message
     update = StatusUpdate(status, meta.get("generation"))
     update.phase(Phase.INVALID)
-    update.condition(ConditionType.READY, False, Reason.INVALID_SPEC.value, message)
+    update.condition(ConditionType.READY, False, reason.value, message)
     update.observed_generation(meta.get("generation", 1))
     await write_status(deps.api, meta["namespace"], meta["name"], update)
     if is_new:
         logger.warning("%s/%s: invalid spec: %s", meta["namespace"], meta["name"], message)
-        await deps.events.post(Reason.INVALID_SPEC, f"Invalid spec, no child changed: {message}")
+        prefix = "Invalid spec" if reason is Reason.INVALID_SPEC else "Cannot converge"
+        await deps.events.post(reason, f"{prefix}, no child changed: {message}")

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from .. import observe as observing
 from ..actuators.deployments import DeploymentChange
-from ..children import Owner
+from ..children import ChildConflict, Owner, name_problem
 from ..kube.errors import ApiError
 from ..kube.refs import HTTP_ROUTES, VIRTUAL_SERVICES
 from ..reasons import Reason
@@ -66,6 +66,10 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
     """Converge one InferenceDeployment; returns a one-line summary for kopf's log."""
     meta = body["metadata"]
     status = body.get("status") or {}
+    problem = name_problem(meta["name"])
+    if problem:
+        await mark_invalid(body, ValueError(f"metadata.name: {problem}"), deps)
+        return f"invalid: {problem}"
     try:
         check_name(meta.get("name"))
         spec = parse_spec(body.get("spec") or {})
@@ -80,6 +84,10 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
         b = await deps.actuators.ensure_deployment(owner, spec.b)
         services = await deps.actuators.ensure_services(owner, spec.a, spec.b)
         route = await deps.actuators.ensure_route(owner, spec.traffic, _previous_weights(status))
+    except ChildConflict as exc:
+        # Another controller's object holds a child's name: touch nothing of it, say so, retry each tick.
+        await mark_invalid(body, exc, deps, Reason.CHILD_CONFLICT)
+        return f"conflict: {exc}"
     except ApiError as exc:
         if exc.status in (400, 422):
             # The API server rejected what the template asks for: a spec problem, not a transient one.

@@ -60,8 +60,10 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
 
     owner = ctx.owner
     seen = await observing.observe(deps.actuators, owner, spec)
-    if not (seen.a.exists and seen.b.exists and seen.weights is not None):
-        # A child was deleted behind our back (or never made it): put it back within one step.
+    if (not (seen.a.exists and seen.b.exists and seen.a.owned and seen.b.owned and seen.weights is not None)
+            or not await deps.actuators.services_intact(owner)):
+        # A child was deleted behind our back, never made it, or is no longer ours: put it back within
+        # one step (reconcile refuses, with a Warning, what another controller holds).
         return await reconcile(ctx.body, deps)
     update = StatusUpdate(ctx.status, ctx.body["metadata"].get("generation"))
     # An incident phase belongs to the decision engine; readiness alone does not end it.

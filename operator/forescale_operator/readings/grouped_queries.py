@@ -110,7 +110,14 @@ def parse_vector(result: Any, *, pooled: bool, where: str) -> dict[tuple[str, ..
 
 
 def finite(value: float | None) -> float | None:
-    """NaN and ±Inf (e.g. histogram_quantile over no requests, or above the top bucket) become None."""
-    if value is None or not math.isfinite(value):
+    """A usable reading, or None (unknown, held as such).
+
+    NaN and ±Inf (histogram_quantile over no requests, or above the top
+    bucket) are unknown. So is a negative value: every Forescale reading (a
+    latency, a rate, an error rate, a queue depth, an agreement) is at least
+    0, and a broken exporter's -50 rps read as a number looked like "no
+    traffic" and scaled pool B down.
+    """
+    if value is None or not math.isfinite(value) or value < 0:
         return None
     return float(value)

@@ -17,6 +17,7 @@ from forescale_predictor.prometheus_source import PrometheusSource
 from forescale_operator.spec import InferenceSpec
 
 from .base import MetricSample, PoolSample
+from .grouped_queries import finite
 
 #: PromQL rate() window: long enough to hold several scrapes, short enough to react.
 DEFAULT_WINDOW = "30s"
@@ -69,11 +70,11 @@ class PrometheusMetricSource:
                     pools[pool] = PoolSample()
                     continue
                 pools[pool] = PoolSample(
-                    latency_ms=_finite(values.get(LATENCY_MS)),
-                    rate_rps=_finite(values.get(RATE)),
-                    error_rate=_finite(values.get("error_rate")),
-                    queue_depth=_finite(values.get("queue_depth")),
-                    agreement=_finite(values.get("agreement")),
+                    latency_ms=finite(values.get(LATENCY_MS)),
+                    rate_rps=finite(values.get(RATE)),
+                    error_rate=finite(values.get("error_rate")),
+                    queue_depth=finite(values.get("queue_depth")),
+                    agreement=finite(values.get("agreement")),
                 )
             overall = source.current(namespace, name, None, quantile=q, window=self.window)
             queries += 5
@@ -83,13 +84,7 @@ class PrometheusMetricSource:
             time=now,
             available=True,
             pools=pools,
-            latency_ms=_finite(overall.get(LATENCY_MS)),
-            rate_rps=_finite(overall.get(RATE)),
+            latency_ms=finite(overall.get(LATENCY_MS)),
+            rate_rps=finite(overall.get(RATE)),
             queries=queries,
         )
-
-
-def _finite(value: float | None) -> float | None:
-    if value is None or value != value or value in (float("inf"), float("-inf")):
-        return None
-    return float(value)

@@ -1,0 +1,123 @@
+"""Defect 7 of issue 19: a hostile model ConfigMap.
+
+A 31 KB ConfigMap claiming hidden=6000 made the operator allocate ~580 MB and
+spend 1-4 s on every tick, reloading each time. Now: the model's shape is
+bounded and checked before any tensor is built; a failed model is remembered
+per ConfigMap resourceVersion; a model over the forecast time budget is set aside.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import resource
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from forescale_operator.children import Owner
+from forescale_operator.forecast_loop.forecaster import LoopForecaster
+from forescale_operator.forecast_loop.metrics import LoopReadings
+from forescale_operator.readings.base import MetricSample
+from forescale_operator.spec import parse_spec
+from forescale_predictor import load_forecaster
+from forescale_predictor.forecast_types import History
+from forescale_predictor.model_config import ModelConfig
+from forescale_predictor.trained_model import build_net
+
+OWNER = Owner("chat", "default", "uid-1")
+
+
+def _model_bytes(claim: dict, hidden: int = 8) -> bytes:
+    """A model file whose weights are those of `hidden`, whose config claims `claim`."""
+    config = ModelConfig(hidden=hidden).to_dict()
+    payload = {"format": "forescale-forecaster", "version": 1, "config": {**config, **claim},
+               "state_dict": build_net(ModelConfig(hidden=hidden)).state_dict(),
+               "scalers": {"input": {"mean": [0.0, 0.0], "scale": [1.0, 1.0]}, "target": {"mean": [0.0, 0.0], "scale": [1.0, 1.0]}},
+               "shrink": [1.0, 1.0]}
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    return buffer.getvalue()
+
+
+class _Api:
+    def __init__(self, data: bytes, version: str = "1") -> None:
+        self.data, self.version = data, version
+
+    async def get(self, ref, namespace, name):
+        return {"metadata": {"name": name, "resourceVersion": self.version},
+                "binaryData": {"model.pt": base64.b64encode(self.data).decode()}}
+
+
+class _CountingLoader:
+    def __init__(self) -> None:
+        self.custom_loads = 0
+
+    def __call__(self, source=None):
+        if source is not None:
+            self.custom_loads += 1
+        return load_forecaster(source)
+
+
+def _spec(example):
+    body = example("minimal")
+    body["spec"]["forecast"] = {"modelRef": {"configMap": "my-model"}}
+    return parse_spec(body["spec"])
+
+
+HOSTILE = [
+    ("claims hidden=6000 over small weights", {"hidden": 6000}, "hidden must be an integer from 1 to 1024"),
+    ("claims hidden=1000 over small weights", {"hidden": 1000}, "do not have the shapes the config claims"),
+    ("claims 12 layers", {"layers": 12}, "layers must be an integer from 1 to 4"),
+    ("claims a horizon of 100000 steps", {"horizon": 100_000}, "horizon must be an integer from 1 to 1024"),
+    ("claims 199 quantiles", {"quantiles": [i / 200 for i in range(1, 200)]}, "at most 16 features and 99 quantiles"),
+]
+
+
+@pytest.mark.parametrize("name,claim,message", HOSTILE, ids=[c[0] for c in HOSTILE])
+async def test_a_hostile_model_is_refused_before_allocation_and_only_once_per_version(example, name, claim, message):
+    loader = _CountingLoader()
+    api = _Api(_model_bytes(claim))
+    forecaster = LoopForecaster(api, loader=loader)
+    spec = _spec(example)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    started = time.perf_counter()
+    for _ in range(5):
+        await forecaster.model_for(OWNER, spec)
+    assert time.perf_counter() - started < 5.0
+    assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) < 200 * 1024  # KiB: far from 580 MB
+    assert loader.custom_loads == 1  # remembered for this resourceVersion
+    assert message in forecaster.problems[OWNER.uid] and "packaged default" in forecaster.problems[OWNER.uid]
+    api.version = "2"  # the user fixed (or changed) it: tried again, once
+    for _ in range(3):
+        await forecaster.model_for(OWNER, spec)
+    assert loader.custom_loads == 2
+
+
+class _SlowModel:
+    """A model whose forecast spins the CPU for `seconds`; its forecast is itself (a `model` attribute is all the seam reads)."""
+
+    model = "slow"
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def forecast(self, history):
+        end = time.thread_time() + self.seconds
+        while time.thread_time() < end:
+            pass
+        return self
+
+
+async def test_a_model_over_the_time_budget_is_set_aside_for_its_version(example):
+    slow = _SlowModel(0.05)
+    default = _SlowModel(0.0)
+    forecaster = LoopForecaster(_Api(b"anything"), loader=lambda source=None: default if source is None else slow,
+                                budget_s=0.01)
+    spec = _spec(example)
+    readings = LoopReadings(MetricSample(time=0.0, available=True), History(5.0, np.array([0.0]), {"latency_ms": np.array([50.0]), "rate": np.array([10.0])}))
+    assert await forecaster.forecast(OWNER, spec, readings) is slow
+    assert "over the budget of 0.01 s" in forecaster.problems[OWNER.uid]
+    assert await forecaster.model_for(OWNER, spec) is default
