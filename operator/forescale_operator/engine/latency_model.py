@@ -70,6 +70,10 @@ MAX_RESID_VAR = 1.0
 #: how much one gated sample widens the model's covariance: doubling lets a run of
 #: ~5 contradicting samples (about a minute) through, while a lone transient moves nothing
 OUTLIER_WIDENING = 2.0
+#: the largest standard deviation of L0 or 1/mu, relative to its value: the prior's
+#: own uncertainty about L0 (a guess, PRIOR_L0_SIGMA). Growth by drift or by gated
+#: samples stops there: no amount of waiting makes the model less sure than a guess.
+MAX_RELATIVE_SIGMA = PRIOR_L0_SIGMA
 #: whether W is learned apart from L0. The three-parameter fit diverged on
 #: noisy encoder samples in our checks (x0 and 1/mu to 0, x1 unbounded) within a
 #: few hundred samples; until it is made stable, W = L0 (the M/M/1 curve).
@@ -192,8 +196,7 @@ class PoolModel:
         takes the linear form: it shows mu is higher, and the log curve has no slope there.
         """
         rate_ref, lat_ref = rate / speed, latency_ms * speed
-        grow = (1 + mp.drift) ** 2
-        grown = replace(self, p=tuple(v * grow for v in self.p))
+        grown = self._widened((1 + mp.drift) ** 2)
         x0, x1, x2 = self.x
         num, den = x0 + x1 * rate_ref, 1.0 - x2 * rate_ref
         if num > 0 and den > 0.02:
@@ -209,10 +212,23 @@ class PoolModel:
         if not ok:
             # Gated once; but a run of outliers means the model, not the pods, is wrong (an
             # annotation that contradicts them): each widens its uncertainty until they pass.
-            return replace(self, outliers=self.outliers + 1, p=tuple(v * OUTLIER_WIDENING for v in self.p)), False
+            return replace(self._widened(OUTLIER_WIDENING), outliers=self.outliers + 1), False
         var = self.resid_var + RESID_WEIGHT * (min(resid * resid, MAX_RESID_VAR) - self.resid_var)
         return replace(model, samples=self.samples + 1, rate_lo=min(self.rate_lo, rate_ref),
                        rate_hi=max(self.rate_hi, rate_ref), resid_var=max(var, MIN_RESID_VAR)), True
+
+    def _widened(self, factor: float) -> "PoolModel":
+        """The covariance times `factor`, each parameter's standard deviation capped at
+        `MAX_RELATIVE_SIGMA` of its value. Without the cap, a pool held at one operating
+        point (the load never moves) learns nothing along the curve's other direction,
+        and drift grew that variance without end: e^4 in 2,000 ticks, then overflow.
+        Scaling rows and columns together (D P D) keeps the matrix a covariance."""
+        p00, p01, p02, p11, p12, p22 = (v * factor for v in self.p)
+        d0 = min(1.0, MAX_RELATIVE_SIGMA * self.x[0] / math.sqrt(p00)) if p00 > 0 else 1.0
+        d2 = min(1.0, MAX_RELATIVE_SIGMA * self.x[2] / math.sqrt(p22)) if p22 > 0 else 1.0
+        if not X1_LEARNED:
+            p11 = self.p[3]  # x1 is held at 0: its variance stays what the prior set
+        return replace(self, p=(p00 * d0 * d0, p01 * d0, p02 * d0 * d2, p11, p12 * d2, p22 * d2 * d2))
 
     def track_health(self, rate: float, latency_ms: float, speed: float, mp: ModelParams) -> "PoolModel":
         """Move h towards what this sample shows (bounded to [1, max_slowdown])."""

@@ -310,3 +310,17 @@ def test_preview_computes_the_incident_and_acts_on_nothing(tick):
     assert d.would is not None and d.would.weights == {"a": 70, "b": 30}
     assert all(e.message.startswith("Preview: would ") for e in d.events) and d.events
     assert not math.isnan(d.capacity_rps["a"])
+
+
+def test_a_pool_held_at_one_operating_point_keeps_a_bounded_covariance():
+    """Regression: at one constant load nothing is learned along the curve's other direction, and
+    drift grew that variance without end (e^4 in 2,000 ticks, then overflow to NaN replicas)."""
+    from forescale_operator.engine.latency_model import MAX_RELATIVE_SIGMA
+
+    model, mp = PoolModel.prior(10.0, 200.0), ModelParams()
+    for _ in range(5000):
+        model, _ = model.learn(6.67, 60.0, 1.0, mp)
+    assert all(math.isfinite(v) for v in model.p)
+    assert math.sqrt(model.p[0]) <= MAX_RELATIVE_SIGMA * model.x[0] * 1.0001
+    assert math.sqrt(model.p[5]) <= MAX_RELATIVE_SIGMA * model.x[2] * 1.0001
+    assert 0 < model.capacity(200.0) < math.inf
