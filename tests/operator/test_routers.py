@@ -33,9 +33,12 @@ async def test_route_lifecycle(cluster, api, kind, plural):
 async def test_httproute_shape(cluster, api):
     await make_router("gatewayapi", api).ensure(OWNER, TRAFFIC, ALL_ON_A)
     spec = cluster.get("httproutes", "default", "chat")["spec"]
-    assert spec["parentRefs"] == [{"name": "gw", "namespace": "gateways"}] and spec["hostnames"] == ["chat.example.com"]
-    assert spec["rules"] == [{"backendRefs": [{"name": "chat-a", "port": 80, "weight": 100},
-                                              {"name": "chat-b", "port": 80, "weight": 0}]}]
+    assert spec["parentRefs"] == [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw",
+                                   "namespace": "gateways"}] and spec["hostnames"] == ["chat.example.com"]
+    # the API server fills in the official CRD's defaults (group, kind, the catch-all match)
+    assert spec["rules"] == [{"backendRefs": [{"name": "chat-a", "port": 80, "weight": 100, "group": "", "kind": "Service"},
+                                              {"name": "chat-b", "port": 80, "weight": 0, "group": "", "kind": "Service"}],
+                              "matches": [{"path": {"type": "PathPrefix", "value": "/"}}]}]
 
 
 async def test_virtual_service_shape(cluster, api):

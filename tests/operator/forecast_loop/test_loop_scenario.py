@@ -103,12 +103,14 @@ async def test_incident_shift_recover_and_cut_back_to_100_0(cluster, api, exampl
     assert _weights(cluster) == {"a": 70, "b": 30}
     assert status["pools"]["a"]["runtimePrecision"] == "int8"
     assert "EmergencyStarted" in events.reasons and "TrafficShifted" in events.reasons
-    shift = next(m for _, r, m in events.events if r == "TrafficShifted")
+    # the first ticks may have shifted for an overload (2 pods at start for 40 rps) and back: the incident's shift follows its start
+    started = events.reasons.index("EmergencyStarted")
+    shift = next(m for _, r, m in events.events[started:] if r == "TrafficShifted")
     assert "30%" in shift and "chat-b" in shift
     snapshots = [c for c in cluster.objects("configmaps", "default") if c["metadata"]["name"].startswith("chat-incident-")]
     assert len(snapshots) == 1 and json.loads(snapshots[0]["data"]["scene.json"])["resource"] == "default/chat"
     engine = json.loads(status["engine"])
-    assert engine["incident"] == "Emergency"
+    assert engine["incident"]["stage"] == "Emergency"
 
     source.latency_ms = 60.0
     for _ in range(40):
@@ -116,7 +118,8 @@ async def test_incident_shift_recover_and_cut_back_to_100_0(cluster, api, exampl
         if "CutbackCompleted" in events.reasons:
             break
     reasons = events.reasons
-    order = [reasons.index(r) for r in ("EmergencyStarted", "TrafficShifted", "Recovered", "CutbackCompleted")]
+    order = [reasons.index("EmergencyStarted"), reasons.index("TrafficShifted", started), reasons.index("Recovered"),
+             reasons.index("CutbackCompleted")]
     assert order == sorted(order)
     assert reasons.count("CutbackStep") >= 2
     assert _weights(cluster) == {"a": 100, "b": 0}
@@ -204,6 +207,7 @@ async def test_forgetting_a_deleted_resource_drops_its_history_and_series(cluste
                     forecaster=LoopForecaster(loader=lambda _: make_baseline("last", step_seconds=5, horizon_seconds=30)),
                     decide=actor)
     body = copy.deepcopy(cluster.get("inferencedeployments", "default", "chat"))
+    source.rate = 10.0  # within the 2 starting pods: no overload shift, all traffic on A
     await tick(TickContext(body), deps)
     owner = TickContext(body).owner
     labels = {"namespace": "default", "name": "chat", "pool": "a"}
@@ -237,7 +241,8 @@ async def test_the_capacity_annotation_reaches_the_engine(cluster, api, example,
         for _ in range(3):
             await run()
     engine = json.loads(_status(cluster)["engine"])
-    assert engine["capacity"]["a/fp16"]["rps"] == pytest.approx(per_pod)
+    # the latency model's prior goes through the load-tested point (the annotation's rate at the target)
+    assert engine["learned"]["models"]["a"]["priorRps"] == pytest.approx(per_pod)
     problems = [r.getMessage() for r in caplog.records if "forescale.io/capacity-rps" in r.getMessage()]
     if warning is None:
         assert problems == []
