@@ -71,11 +71,12 @@ class StatusUpdate:
             self._conditions_changed = True
 
     def pool(self, pool: str, *, replicas: int | None = None, ready: int | None = None, desired: int | None = None,
-             precision: str | None = None, runtime_precision: str | None = None, capacity_rps: float | None = None) -> None:
+             precision: str | None = None, runtime_precision: str | None = None, capacity_rps: float | None = None,
+             model: Mapping[str, float] | None = None) -> None:
         values: dict[str, Any] = {}
         for key, value in (("replicas", replicas), ("readyReplicas", ready), ("desiredReplicas", desired),
                            ("precision", precision), ("runtimePrecision", runtime_precision),
-                           ("capacityRps", capacity_rps)):
+                           ("capacityRps", capacity_rps), ("model", dict(model) if model else None)):
             if value is not None:
                 values[key] = value
         old = ((self._current.get("pools") or {}).get(pool) or {})

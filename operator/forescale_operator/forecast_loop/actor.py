@@ -304,7 +304,8 @@ class Actor:
             # 70/30 and the pods int8: reporting the inert 100/0 and fp16 there would misreport both.
             would = decision.would or decision
             for pool in ("a", "b"):
-                update.pool(pool, capacity_rps=round(float(decision.capacity_rps[pool]), 2))
+                update.pool(pool, capacity_rps=round(float(decision.capacity_rps[pool]), 2),
+                            model=decision.models.get(pool))
             update.preview({
                 "weights": {p: int(would.weights[p]) for p in ("a", "b")},
                 "desiredReplicas": {p: int(would.desired_replicas[p]) for p in ("a", "b")},
@@ -313,7 +314,7 @@ class Actor:
         else:
             for pool in ("a", "b"):
                 update.pool(pool, desired=decision.desired_replicas[pool], runtime_precision=decision.runtime_precision[pool],
-                            capacity_rps=round(float(decision.capacity_rps[pool]), 2))
+                            capacity_rps=round(float(decision.capacity_rps[pool]), 2), model=decision.models.get(pool))
             update.weights(Weights(decision.weights["a"], decision.weights["b"]))
             update.preview(None)
         state = decision.state

@@ -248,3 +248,15 @@ async def test_the_capacity_annotation_reaches_the_engine(cluster, api, example,
         assert problems == []
     else:
         assert len(problems) == 1 and warning in problems[0]  # logged once, not at every tick
+
+
+async def test_status_shows_each_pools_fitted_latency_model(cluster, api, example, loop):
+    run, source, events, clock, _ = loop
+    await reconcile(cluster.put(_spec_body(example)), HandlerDeps(api=api, actuators=Actuators(api), events=events))
+    source.rate = 10.0
+    for _ in range(3):
+        await run()
+    model = _status(cluster)["pools"]["a"]["model"]
+    assert set(model) == {"l0Ms", "muRps", "capacityRps", "health", "samples", "outliers", "priorRps"}
+    assert model["samples"] >= 1 and model["priorRps"] == pytest.approx(10.0)  # the default capacity is the prior
+    assert 0 < model["l0Ms"] < 200 and model["capacityRps"] > 0 and model["health"] >= 1.0
