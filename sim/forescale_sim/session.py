@@ -100,7 +100,11 @@ def _forecaster_factory(name: str, progress) -> tuple[Callable, str]:
 
             # One forecast of one series per tick: extra threads only spin on shared cores.
             torch.set_num_threads(1)
-            return (lambda step, horizon: model), f"lstm ({model.source})"
+            from forescale_predictor.online_forecaster import OnlineForecaster
+
+            # As in the operator (forecast_loop/forecaster.py): the LSTM or ewm, whichever is ahead on
+            # rolling horizon MAE, with bands calibrated online; a fresh one per policy run.
+            return (lambda step, horizon: OnlineForecaster(model)), f"lstm ({model.source}) in OnlineForecaster"
         except ModelFormatError as exc:
             progress(f"warning: {exc}; the forescale policy falls back to the ewm baseline")
             name = "ewm"
