@@ -73,3 +73,24 @@ def test_backtest_calibration_learns_only_from_known_outcomes():
 def test_bad_settings_are_refused(kwargs):
     with pytest.raises(ValueError):
         AdaptiveConformal(**kwargs)
+
+
+def test_a_bursty_series_with_idle_steps_keeps_a_bounded_band():
+    """Regression: scores in band widths ran away on idle-then-burst series (a collapsed raw band at an idle
+    step made the next burst score hundreds of widths): the issued upper band reached 100x the median."""
+    rng = np.random.default_rng(3)
+    aci = AdaptiveConformal(coverage=0.8, gamma=0.02, window=300)
+    uppers, hits = [], []
+    for i in range(3000):
+        kind = rng.choice(["idle", "active", "burst"], p=[0.35, 0.59, 0.06])
+        y = {"idle": 0.0, "active": rng.uniform(2, 6), "burst": rng.uniform(25, 40)}[kind]
+        median = 0.0 if kind == "idle" else 3.5  # a model that knows idle from active, not the bursts
+        raw = (0.8 * median, median, 1.3 * median)
+        lo, hi = aci.band(np.array([raw[0]]), np.array([raw[1]]), np.array([raw[2]]))
+        aci.update(raw, (float(lo[0]), float(hi[0])), y)
+        if i > 500:
+            uppers.append(float(hi[0]))
+            hits.append(lo[0] <= y <= hi[0])
+    assert max(uppers) <= 40.0 + 1.3 * 3.5  # never past what the series has shown
+    assert np.mean(hits) == pytest.approx(0.8, abs=0.05)
+    assert np.median(uppers) < 15.0  # bursts (6% of steps) are not what an 80% band is sized for
