@@ -121,6 +121,9 @@ class PoolModel:
     #: smallest and largest per-pod rate (at fp16) learned from, for "constant load" reasons
     rate_lo: float = math.inf
     rate_hi: float = 0.0
+    #: the highest per-pod rate (at fp16) the healthy pods served with the quantile at or under
+    #: the target: with the prior, the evidence that bounds the capacity (see `capacity`)
+    proven_rps: float = 0.0
 
     @property
     def l0_ms(self) -> float:
@@ -163,7 +166,27 @@ class PoolModel:
         return max(x0 + x1 * rate, 0.0) / (1.0 - x2 * rate)
 
     def capacity(self, target_ms: float, speed: float = 1.0, health: float | None = None) -> float:
-        """Per-pod rate at which the predicted latency reaches the target (0 if unloaded pods miss it)."""
+        """Per-pod rate at which the predicted latency reaches the target (0 if unloaded pods miss it),
+        never more than the evidence shows: the prior's load-tested point or the highest rate the
+        pods have served within the target (`proven_rps`), whichever is higher.
+
+        Why the bound: the curve is fitted where the pods run, and they run below their capacity.
+        Past the data it is an extrapolation, and for a batching server it is optimistic: an LLM's
+        latency stays flat and then rises late and steeply, so an M/M/1 curve fitted on the flat
+        part puts the knee too far out. On the Azure conversation replay at 10x, the fit said 3.9
+        rps per pod where the pods saturate at 2.7; A was sized for 3.9, and the latency of a load
+        the model called 76% of capacity read as a broken pod (19 false returns to Emergency). The
+        pods can still prove more than the prior: that moves `proven_rps`."""
+        curve = self._curve_capacity(target_ms, speed, self.health if health is None else health)
+        evidence = max(self.prior_rps, self.proven_rps)
+        reference = self._curve_capacity(target_ms, 1.0, 1.0)
+        if evidence <= 0 or not 0 < reference < math.inf or curve <= 0:
+            return curve
+        # The evidence is at the reference (healthy, fp16); another precision or health moves
+        # the capacity as the curve says, scaled down by the same share the evidence bounds it.
+        return curve * min(1.0, evidence / reference)
+
+    def _curve_capacity(self, target_ms: float, speed: float, health: float) -> float:
         x0, x1, x2 = self._scaled(speed, health)
         if x0 >= target_ms:
             return 0.0
@@ -185,8 +208,10 @@ class PoolModel:
 
     # -- learning -------------------------------------------------------------
 
-    def learn(self, rate: float, latency_ms: float, speed: float, mp: ModelParams) -> tuple["PoolModel", bool]:
+    def learn(self, rate: float, latency_ms: float, speed: float, mp: ModelParams,
+              target_ms: float) -> tuple["PoolModel", bool]:
         """Fold one healthy sample in; returns (model, learned) where learned is False for an outlier.
+        A learned sample within `target_ms` also raises `proven_rps`.
 
         An extended Kalman step in log space: the noise of a quantile is relative
         (a p99 of 200 ms +- 20%), and using the prediction, not the observation, in
@@ -214,8 +239,10 @@ class PoolModel:
             # annotation that contradicts them): each widens its uncertainty until they pass.
             return replace(self._widened(OUTLIER_WIDENING), outliers=self.outliers + 1), False
         var = self.resid_var + RESID_WEIGHT * (min(resid * resid, MAX_RESID_VAR) - self.resid_var)
+        proven = max(self.proven_rps, rate_ref) if latency_ms <= target_ms else self.proven_rps
         return replace(model, samples=self.samples + 1, rate_lo=min(self.rate_lo, rate_ref),
-                       rate_hi=max(self.rate_hi, rate_ref), resid_var=max(var, MIN_RESID_VAR)), True
+                       rate_hi=max(self.rate_hi, rate_ref), resid_var=max(var, MIN_RESID_VAR),
+                       proven_rps=proven), True
 
     def _widened(self, factor: float) -> "PoolModel":
         """The covariance times `factor`, each parameter's standard deviation capped at

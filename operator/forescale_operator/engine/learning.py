@@ -8,6 +8,8 @@
 - Pool A during an incident learns only its health h (the curve moved); the
   healthy curve is learned outside incidents only, and only from samples the
   Kalman gate accepts.
+- A learned sample served within the target raises the pool's proven rate:
+  with the prior, the evidence that bounds the capacity (latency_model.py).
 - Once a pool's fitted capacity departs from the prior by more than
   `contradiction_ratio` after `min_model_samples` samples, one event says the
   pods win over the annotation or load test (rule 1's "bad input").
@@ -52,7 +54,7 @@ def learn(
             per_pod = o.rate_rps / o.ready_replicas
             speed = params.speed(o.precision or precision[pool])
             if not (incident_on_a and pool == "a"):
-                model, _ = model.learn(per_pod, o.latency_ms, speed, params.model)
+                model, _ = model.learn(per_pod, o.latency_ms, speed, params.model, target)
             model = model.track_health(per_pod, o.latency_ms, speed, params.model)
         out[pool] = model
     return out
@@ -89,6 +91,7 @@ def summary(model: PoolModel, target_ms: float, speed: float, params: EnginePara
         "samples": model.samples,
         "outliers": model.outliers,
         "priorRps": round(model.prior_rps * speed, 3),
+        "provenRps": round(model.proven_rps * speed, 3),
     }
 
 

@@ -61,7 +61,7 @@ def test_the_model_recovers_pods_of_known_parameters(l0, mu, prior):
     true_capacity = mu * (1 - l0 / TARGET)
     for _ in range(400):
         rate = rng.uniform(0.2, 0.95) * true_capacity
-        model, _ = model.learn(rate, l0 / (1 - rate / mu) * rng.lognormvariate(0, 0.1), 1.0, mp)
+        model, _ = model.learn(rate, l0 / (1 - rate / mu) * rng.lognormvariate(0, 0.1), 1.0, mp, TARGET)
     assert model.capacity(TARGET, health=1.0) == pytest.approx(true_capacity, rel=0.15)
     assert model.l0_ms == pytest.approx(l0, rel=0.25)
     assert 0.05 <= model.sigma <= 0.2
@@ -83,9 +83,9 @@ def test_a_precision_scales_the_service_time(speed):
 
 def test_an_outlier_is_gated_and_steps_are_bounded():
     model, mp = PoolModel.prior(50.0, TARGET), ModelParams()
-    gated, learned = model.learn(20.0, 5_000.0, 1.0, mp)
+    gated, learned = model.learn(20.0, 5_000.0, 1.0, mp, TARGET)
     assert not learned and gated.outliers == 1 and gated.x == model.x
-    moved, learned = model.learn(20.0, healthy_ms(20.0) * 1.5, 1.0, mp)
+    moved, learned = model.learn(20.0, healthy_ms(20.0) * 1.5, 1.0, mp, TARGET)
     assert learned and abs(moved.l0_ms / model.l0_ms - 1) <= mp.max_step + 1e-9
     assert abs(moved.x[2] / model.x[2] - 1) <= mp.max_step + 1e-9
 
@@ -102,13 +102,30 @@ def test_pods_that_contradict_the_prior_win_and_an_event_says_so_once(tick):
     s = Scenario(tick)
     seen = []
     for i in range(80):
-        rate = 160.0 + 50.0 * (i % 5)  # 20 to 45 rps per pod on 8 pods, within the prior's 50
+        rate = 320.0 + 100.0 * (i % 5)  # 40 to 90 rps per pod on 8 pods, past the prior's 50
         per_pod = rate / 8
-        # Pods twice as fast as the annotation said: L0 25 ms, mu 133 rps.
+        # Pods twice as fast as the annotation said: L0 25 ms, mu 133 rps; within 200 ms up to 116 rps.
         d = s.at(25.0 / (1 - per_pod / 133.0), rate=rate)
         seen += [e for e in d.events if e.reason is Reason.CAPACITY_LEARNED]
+        # a rate past the capacity may shift for an overload before the pods show they carry it; never the playbook
+        assert Reason.EMERGENCY_STARTED not in reasons(d)
+    seen = [e for e in seen if "chat-a" in e.message]  # B learns too, from the traffic an overload shift sent it
     assert len(seen) == 1 and "not the prior's 50.0" in seen[0].message
-    assert d.capacity_rps["a"] > 60.0
+    # the pods showed more than the prior within the target: the capacity follows them past it
+    assert d.capacity_rps["a"] > 60.0 and d.models["a"]["provenRps"] > 60.0
+
+
+def test_the_capacity_never_goes_past_the_evidence():
+    """Pods that only ever ran at low load: the curve fitted there extrapolates (an LLM's flat floor
+    puts an M/M/1 knee far out), so the capacity stays at the load-tested prior until pods show more."""
+    rng = random.Random(3)
+    model, mp = PoolModel.prior(50.0, TARGET), ModelParams()
+    for _ in range(300):
+        rate = rng.uniform(5.0, 20.0)
+        model, _ = model.learn(rate, 30.0 * rng.lognormvariate(0, 0.05), 1.0, mp, TARGET)  # flat: no queueing seen
+    assert model._curve_capacity(TARGET, 1.0, 1.0) > 60.0  # the fit alone would promise more
+    assert model.capacity(TARGET, health=1.0) == pytest.approx(50.0)
+    assert model.proven_rps == pytest.approx(20.0, rel=0.05)
 
 
 # -- rule 3: incident or overload --------------------------------------------------
@@ -319,7 +336,7 @@ def test_a_pool_held_at_one_operating_point_keeps_a_bounded_covariance():
 
     model, mp = PoolModel.prior(10.0, 200.0), ModelParams()
     for _ in range(5000):
-        model, _ = model.learn(6.67, 60.0, 1.0, mp)
+        model, _ = model.learn(6.67, 60.0, 1.0, mp, 200.0)
     assert all(math.isfinite(v) for v in model.p)
     assert math.sqrt(model.p[0]) <= MAX_RELATIVE_SIGMA * model.x[0] * 1.0001
     assert math.sqrt(model.p[5]) <= MAX_RELATIVE_SIGMA * model.x[2] * 1.0001

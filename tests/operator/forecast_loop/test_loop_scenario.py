@@ -257,6 +257,6 @@ async def test_status_shows_each_pools_fitted_latency_model(cluster, api, exampl
     for _ in range(3):
         await run()
     model = _status(cluster)["pools"]["a"]["model"]
-    assert set(model) == {"l0Ms", "muRps", "capacityRps", "health", "samples", "outliers", "priorRps"}
+    assert set(model) == {"l0Ms", "muRps", "capacityRps", "health", "samples", "outliers", "priorRps", "provenRps"}
     assert model["samples"] >= 1 and model["priorRps"] == pytest.approx(10.0)  # the default capacity is the prior
     assert 0 < model["l0Ms"] < 200 and model["capacityRps"] > 0 and model["health"] >= 1.0
