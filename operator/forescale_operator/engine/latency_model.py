@@ -124,6 +124,8 @@ class PoolModel:
     #: the highest per-pod rate (at fp16) the healthy pods served with the quantile at or under
     #: the target: with the prior, the evidence that bounds the capacity (see `capacity`)
     proven_rps: float = 0.0
+    #: the SLO target the prior was taken at (ms): where the evidence bound is measured
+    target_ms: float = 0.0
 
     @property
     def l0_ms(self) -> float:
@@ -145,7 +147,8 @@ class PoolModel:
         x2 = (1.0 - l0 / target_ms) / capacity_rps
         s0, s2 = PRIOR_L0_SIGMA * l0, PRIOR_L0_SIGMA * x2
         s1 = 0.0  # x1 held at 0 (W = L0, M/M/1): see X1_LEARNED
-        model = cls(x=(l0, 0.0, x2), p=(s0 * s0, 0.0, 0.0, s1 * s1, 0.0, s2 * s2), prior_rps=capacity_rps)
+        model = cls(x=(l0, 0.0, x2), p=(s0 * s0, 0.0, 0.0, s1 * s1, 0.0, s2 * s2), prior_rps=capacity_rps,
+                    target_ms=target_ms)
         # The load-tested point as a pseudo-sample: L = T at rate C.
         return model._kalman((1.0, capacity_rps, capacity_rps * target_ms), target_ms,
                              (PRIOR_POINT_SIGMA * target_ms) ** 2)[0]
@@ -158,9 +161,11 @@ class PoolModel:
         return self.x[0] * f, self.x[1] * f * f, self.x[2] * f
 
     def latency_ms(self, rate: float, speed: float = 1.0, health: float | None = None) -> float:
-        """Predicted SLO-quantile latency of one pod at `rate` rps, at a precision of `speed`."""
+        """Predicted SLO-quantile latency of one pod at `rate` rps, at a precision of `speed`: the
+        fitted curve stretched along the rate axis by the evidence bound (`capacity`), so that the
+        prediction reaches the target where the capacity says it does."""
         x0, x1, x2 = self._scaled(speed, health)
-        rate = max(rate, 0.0)
+        rate = max(rate, 0.0) / self._evidence_share()
         if x2 * rate >= 1.0:
             return math.inf
         return max(x0 + x1 * rate, 0.0) / (1.0 - x2 * rate)
@@ -177,14 +182,17 @@ class PoolModel:
         rps per pod where the pods saturate at 2.7; A was sized for 3.9, and the latency of a load
         the model called 76% of capacity read as a broken pod (19 false returns to Emergency). The
         pods can still prove more than the prior: that moves `proven_rps`."""
-        curve = self._curve_capacity(target_ms, speed, self.health if health is None else health)
-        evidence = max(self.prior_rps, self.proven_rps)
-        reference = self._curve_capacity(target_ms, 1.0, 1.0)
-        if evidence <= 0 or not 0 < reference < math.inf or curve <= 0:
-            return curve
         # The evidence is at the reference (healthy, fp16); another precision or health moves
         # the capacity as the curve says, scaled down by the same share the evidence bounds it.
-        return curve * min(1.0, evidence / reference)
+        return self._curve_capacity(target_ms, speed, self.health if health is None else health) * self._evidence_share()
+
+    def _evidence_share(self) -> float:
+        """min(1, evidence / the curve's own capacity at the target the prior was taken at)."""
+        evidence = max(self.prior_rps, self.proven_rps)
+        reference = self._curve_capacity(self.target_ms, 1.0, 1.0) if self.target_ms > 0 else 0.0
+        if evidence <= 0 or not 0 < reference < math.inf:
+            return 1.0
+        return min(1.0, evidence / reference)
 
     def _curve_capacity(self, target_ms: float, speed: float, health: float) -> float:
         x0, x1, x2 = self._scaled(speed, health)

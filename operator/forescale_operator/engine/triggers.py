@@ -9,7 +9,8 @@ two possible causes, and each has its own answer:
   do worse than it predicts. The curve moved; the answer is the playbook.
 
 The playbook starts on any of these, each only while the load is within the
-model's capacity (the pods should cope):
+model's capacity (the pods should cope); the two that compare with the model
+(deviation, burn) only once it has learned `breach_ticks` samples:
 - deviation: A's latency is over `triggerRatio x` the model's prediction at
   A's observed per-pod load (or over the model's own noise band, `gate_sigmas`
   standard deviations of its log residual, where that is wider), at `breach_ticks` of the last `breach_window_ticks`
@@ -43,6 +44,7 @@ import numpy as np
 from forescale_operator.spec import InferenceSpec
 from forescale_predictor.forecast_types import LATENCY_MS, Forecast
 
+from .latency_model import PRIOR_POINT_SIGMA
 from .types import EngineParams, Observations
 
 DEVIATION, BURN, ERRORS, QUEUE, FORECAST = "deviation", "burn", "errors", "queue", "forecast"
@@ -70,13 +72,19 @@ class Health:
     sigma: float = 0.0
     #: per-pod load over capacity at the last few ticks, this one last
     loads: tuple[float, ...] = ()
+    #: the model has learned from the pods at least as many samples as the deviation needs ticks
+    #: (breach_ticks): before, its prediction is the prior's guess of L0, not what these pods do
+    learned: bool = True
 
     @property
     def explained(self) -> bool:
-        """The load is, or was within the trigger window, past what the model says the pods
+        """The load is, or was within the trigger window, at or past what the model says the pods
         carry at the SLO: an overload. Requests queued then finish slow (up to the timeout)
-        after the load has dropped, and a step's quantile includes them."""
-        return any(x > 1.0 for x in self.loads)
+        after the load has dropped, and a step's quantile includes them. "At" is within the
+        capacity's own uncertainty, the load test's PRIOR_POINT_SIGMA: at 95% of a capacity known
+        to 10%, the pods are as likely past their knee (on the Azure replay at 10x, a queue that
+        grew at 95% started the playbook with the pods healthy)."""
+        return any(x > 1.0 / (1.0 + PRIOR_POINT_SIGMA) for x in self.loads)
 
     @property
     def ratio(self) -> float:
@@ -174,7 +182,10 @@ def check(
     # Beyond the trigger ratio, and beyond the service's own noise (the learning gate's sigmas):
     # a p99 of a few dozen heavy-tailed LLM requests doubles by chance; one of thousands does not.
     line = max(ratio, math.exp(params.gate_sigmas * health.sigma))
-    deviates = cope and health.ratio > line
+    # Against a model that has not learned the pods yet, a deviation is one from the prior's guess of
+    # L0 (ServeGen m-small at 10x: the pods answered in 4 ms, the guess said 50; an emergency at 30 s
+    # then held A at int8, where the unlearned curve overstates its capacity, for the whole hour).
+    deviates = cope and health.learned and health.ratio > line
     deviations = (deviation_history + (deviates,))[-params.breach_window_ticks:]
     hurt = health.latency_ms is not None and (health.latency_ms > target or short >= 1.0)
     if params.breach_ticks and deviates and hurt and sum(deviations) >= params.breach_ticks:
@@ -183,7 +194,7 @@ def check(
             f"({sum(deviations)} of the last {len(deviations)} ticks)")))
     # Worse than the model by more than its typical noise (one sigma of its log residual): a p99 of
     # LLM requests (sigma ~0.5) is 10% over its prediction by chance at every other tick.
-    if params.burn_rate and burning and cope and health.ratio > math.exp(health.sigma):
+    if params.burn_rate and burning and cope and health.learned and health.ratio > math.exp(health.sigma):
         fired.append(Trigger(BURN, (
             f"{100 * burn[-1]:.1f}% of requests over SLO {target:.0f} ms: burn {short:.1f}x the budget over "
             f"{min(len(burn), params.burn_short_ticks)} ticks and {long:.1f}x over {len(burn)}; a {q} "

@@ -31,6 +31,11 @@ class Scenario:
         self.tick, self.spec, self.restart = tick, spec or build_spec(), restart
         self.state, self.t = EngineState(), 0.0
 
+    def warm(self):
+        """Healthy ticks until the model has learned the pods (the first tick is no sample: no fleet before it)."""
+        for _ in range(PARAMS.min_model_samples + 1):
+            self.at(healthy_ms(37.5))
+
     def at(self, latency, rate=300.0, a=(8, 8), b=(2, 2), over=None, forecast=None, a_extra=None, params=PARAMS):
         w = self.state.weights
         obs = build_obs(t=self.t, rate=rate, latency=latency, a=a, b=b, weights=(w["a"], w["b"]), a_extra=a_extra)
@@ -143,7 +148,7 @@ def test_a_burst_on_healthy_pods_scales_and_starts_no_playbook(tick):
 
 def test_an_overload_sends_the_excess_to_bs_reserve_and_takes_it_back(tick):
     s = Scenario(tick)
-    s.at(healthy_ms(37.5))
+    s.warm()
     d = s.at(900.0, rate=500.0)  # a ready capacity about 8 x 50 = 400 < 500: the excess to B
     assert Reason.OVERLOAD in reasons(d) and 10 <= d.weights["b"] <= 30
     assert "a ready capacity" in d.events[0].message and "< 500 rps" in d.events[0].message
@@ -159,7 +164,7 @@ def test_an_overload_sends_the_excess_to_bs_reserve_and_takes_it_back(tick):
 ])
 def test_a_slowdown_at_constant_load_starts_the_playbook(tick, ratio, hurt_latency, starts_at):
     s = Scenario(tick)
-    s.at(healthy_ms(37.5))
+    s.warm()
     rate = 300.0 if hurt_latency else 80.0  # 10 rps per pod predicts ~59 ms: 3x is 178 ms < 200
     per_pod = rate / 8
     started = None
@@ -174,7 +179,7 @@ def test_a_slowdown_at_constant_load_starts_the_playbook(tick, ratio, hurt_laten
 @pytest.mark.parametrize("over, fires", [(0.05, True), (0.005, False)])
 def test_the_burn_rate_trigger_catches_a_slowdown_under_the_target(tick, over, fires):
     s = Scenario(tick)
-    s.at(healthy_ms(37.5))
+    s.warm()
     fired = False
     for _ in range(5):  # p99 190 ms < 200, 1.7x the prediction: no deviation trigger
         d = s.at(190.0, over=over)
@@ -191,7 +196,7 @@ def test_budget_burned_in_an_overload_is_the_overloads(tick):
 
 def test_the_queue_of_an_overload_draining_is_not_an_incident(tick):
     s = Scenario(tick)
-    s.at(healthy_ms(37.5))
+    s.warm()
     s.at(5_000.0, rate=700.0)
     # The burst is over; requests queued in it still finish slow for a tick or two.
     for _ in range(2):
@@ -244,7 +249,7 @@ def test_scale_down_waits_one_start_up(tick):
 def _incident(tick, restart):
     s = Scenario(tick, restart=restart)
     int8 = {"precision": "int8"}
-    s.at(healthy_ms(37.5))
+    s.warm()
     s.at(600.0)
     d = s.at(600.0)
     story = [(d.phase, dict(d.weights), tuple(reasons(d)))]
@@ -272,7 +277,7 @@ def test_the_incident_runs_its_course_and_a_restart_changes_nothing(tick):
 
 def test_a_state_round_trips_through_json_exactly(tick):
     s = Scenario(tick)
-    s.at(healthy_ms(37.5))
+    s.warm()
     s.at(600.0)
     d = s.at(600.0)
     raw = json.loads(json.dumps(d.state.to_status()))
@@ -320,7 +325,7 @@ def test_bad_params_are_refused_by_name(kwargs, name):
 
 def test_preview_computes_the_incident_and_acts_on_nothing(tick):
     s = Scenario(tick, spec=build_spec(mode="Preview"))
-    s.at(healthy_ms(37.5))
+    s.warm()
     s.at(600.0)
     d = s.at(600.0)
     assert d.preview and d.actions == () and d.weights == {"a": 100, "b": 0}
