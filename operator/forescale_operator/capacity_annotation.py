@@ -40,6 +40,6 @@ def engine_params(name: str, annotations: Mapping[str, str] | None) -> tuple[Eng
     if not math.isfinite(value) or not MIN_RPS <= value <= MAX_RPS:
         return EngineParams(name=name), (
             f"annotation {ANNOTATION}: must be a positive number of requests per second per pod "
-            f"({MIN_RPS:g} to {MAX_RPS:g}), got {raw!r}; ignored, the engine starts from its default and probes"
+            f"({MIN_RPS:g} to {MAX_RPS:g}), got {raw!r}; ignored, the engine's latency model starts from its default prior"
         )
     return EngineParams(name=name, fallback_capacity_rps=value), None

@@ -34,8 +34,8 @@ in llm-d's analyzer) fits x to each sample:
 - a sample whose innovation is beyond `gate_sigmas` standard deviations is an
   outlier: it is not learned (a transient queue, a slow pod);
 - one update moves L0 or mu by at most `max_step` of their value;
-- a tick at which the fleet is changing (pods starting, or the ready count
-  moved since the last tick) is not a sample: its rate window mixes fleets;
+- a tick at which the ready count moved since the last tick is not a sample:
+  its rate window mixes two fleets;
 - a pool in an incident learns only h, never the healthy curve.
 The health h is solved from each sample (a quadratic: service times scale
 by h, so x0 by h, x1 by h^2, x2 by h) and clamped to [1, max_slowdown]; it is smoothed by

@@ -1,8 +1,10 @@
 """Rule 2: size pool A for its share of the forecast, and pool B as the warm reserve.
 
-- Demand is the upper forecast band of the request rate from the moment a pod
-  started now would be ready (now + measured start-up) to the end of the
-  horizon, never below the rate observed now. Without a forecast, the observed
+- Demand is the upper forecast band of the request rate at the step a pod
+  started now would be ready (now + measured start-up; the last step when the
+  start-up outlasts the horizon): later steps are asked for at later ticks, and
+  a burst shorter than a start-up is over before the pods are ready (B's
+  reserve and the overload shift take it). Without a forecast, the observed
   rate alone. The band covers a step's mean rate; the SLO is judged on
   shorter windows, whose counts add Poisson noise: `window_margin` adds it at
   the band's own quantile.
@@ -38,7 +40,7 @@ from .types import EngineParams
 class Demand:
     """Request rates the sizing works from, requests per second."""
 
-    #: upper band's peak from the moment new pods of A would be ready, through the horizon
+    #: the upper band at the step new pods of A would be ready
     at_ready: float
     #: upper band peak over the whole horizon (B's reserve), never below `observed`
     peak: float
