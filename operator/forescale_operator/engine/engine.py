@@ -11,7 +11,6 @@ The order of a tick:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 
 from forescale_operator.phase import Phase
@@ -20,7 +19,7 @@ from forescale_operator.spec import InferenceSpec
 from forescale_predictor.forecast_types import Forecast
 
 from . import cutback, learning, playbook, preview, sizing, triggers
-from .latency_model import PRIOR_POINT_SIGMA, PoolModel
+from .latency_model import PoolModel
 from .report import conditions, phase_for, scale_events, summary
 from .state import EngineState, IncidentState, Learned
 from .types import Action, Decision, EngineParams, Event, Observations
@@ -181,18 +180,8 @@ def _health(spec: InferenceSpec, obs: Observations, model: PoolModel, precision:
     if latency is not None and latency <= target:
         load = min(load, 1.0)
     recent = (loads + (load,))[-params.breach_window_ticks:]
-    # Near the knee a small error in where the capacity lies is a large error in latency: the
-    # noise band widens by the capacity's own uncertainty (the load test's, PRIOR_POINT_SIGMA)
-    # times the curve's elasticity d ln L / d ln r there. At 98% of a BERT pool's capacity the
-    # M/M/1 curve climbs 24% per 1% of load, and a p99 of 718 ms against 108 predicted was an
-    # overload the pool's own fit had placed 2% too far out, not a broken pod.
-    sigma = model.sigma
-    if per_pod:
-        nudged = model.latency_ms(per_pod * 1.01, speed, health=1.0)
-        elasticity = math.log(nudged / predicted) / math.log(1.01) if math.isfinite(nudged) and predicted > 0 else math.inf
-        sigma = math.hypot(sigma, PRIOR_POINT_SIGMA * elasticity)
-    return triggers.Health(latency, per_pod, predicted, capacity, sigma=sigma, loads=recent,
-                           learned=model.samples >= params.breach_ticks)
+    return triggers.Health(latency, per_pod, predicted, capacity, sigma=model.sigma, loads=recent,
+                           learned=model.samples > 0)
 
 
 def _start_incident(spec: InferenceSpec, tick: Tick, check: triggers.TriggerCheck, obs: Observations,

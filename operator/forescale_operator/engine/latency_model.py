@@ -237,20 +237,29 @@ class PoolModel:
             h = (1.0 / num, rate_ref / num if X1_LEARNED else 0.0, rate_ref / den)
             model, ok = grown._kalman(h, math.log(lat_ref), self.resid_var, mp,
                                       predicted=math.log(predicted))
-            resid = math.log(lat_ref / predicted)
+            # The service's noise is what the innovation holds beyond the model's own uncertainty
+            # (E[innovation^2] = h P h' + noise): early on the prior's misfit is the model's error,
+            # and counting it as noise widened the diagnosis's band by half within two samples.
+            resid2 = max(math.log(lat_ref / predicted) ** 2 - grown._spread(h), 0.0)
         else:
             model, ok = grown._kalman((1.0, rate_ref if X1_LEARNED else 0.0, rate_ref * lat_ref), lat_ref,
                                       self.resid_var * lat_ref ** 2, mp)
-            resid = 0.0
+            resid2 = 0.0
         if not ok:
             # Gated once; but a run of outliers means the model, not the pods, is wrong (an
             # annotation that contradicts them): each widens its uncertainty until they pass.
             return replace(self._widened(OUTLIER_WIDENING), outliers=self.outliers + 1), False
-        var = self.resid_var + RESID_WEIGHT * (min(resid * resid, MAX_RESID_VAR) - self.resid_var)
+        var = self.resid_var + RESID_WEIGHT * (min(resid2, MAX_RESID_VAR) - self.resid_var)
         proven = max(self.proven_rps, rate_ref) if latency_ms <= target_ms else self.proven_rps
         return replace(model, samples=self.samples + 1, rate_lo=min(self.rate_lo, rate_ref),
                        rate_hi=max(self.rate_hi, rate_ref), resid_var=max(var, MIN_RESID_VAR),
                        proven_rps=proven), True
+
+    def _spread(self, h: tuple[float, float, float]) -> float:
+        """h P h': the variance of the prediction along observation row h."""
+        p00, p01, p02, p11, p12, p22 = self.p
+        P = ((p00, p01, p02), (p01, p11, p12), (p02, p12, p22))
+        return sum(h[i] * P[i][j] * h[j] for i in range(3) for j in range(3))
 
     def _widened(self, factor: float) -> "PoolModel":
         """The covariance times `factor`, each parameter's standard deviation capped at

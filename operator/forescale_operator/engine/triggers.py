@@ -9,8 +9,7 @@ two possible causes, and each has its own answer:
   do worse than it predicts. The curve moved; the answer is the playbook.
 
 The playbook starts on any of these, each only while the load is within the
-model's capacity (the pods should cope); the two that compare with the model
-(deviation, burn) only once it has learned `breach_ticks` samples:
+model's capacity (the pods should cope):
 - deviation: A's latency is over `triggerRatio x` the model's prediction at
   A's observed per-pod load (or over the model's own noise band, `gate_sigmas`
   standard deviations of its log residual, where that is wider), at `breach_ticks` of the last `breach_window_ticks`
@@ -27,8 +26,8 @@ model's capacity (the pods should cope); the two that compare with the model
   quantile just under the target while 10 s windows go over;
 - errors: the share rejected or failed is over `errorRatePercent`;
 - queue: the total queue depth grew at each of the last `queue_growth_ticks`
-  ticks and holds at least `queue_min_depth` requests, and users are hurt
-  (as for the deviation).
+  ticks and holds at least `queue_min_depth` requests, users are hurt (as for
+  the deviation), and A does worse than the model by more than one sigma.
 The forecast's upper latency band crossing `triggerRatio x target` is
 reported (ForecastSpike) but starts nothing: what the forecaster sees coming
 is load, and load is answered by sizing.
@@ -44,7 +43,6 @@ import numpy as np
 from forescale_operator.spec import InferenceSpec
 from forescale_predictor.forecast_types import LATENCY_MS, Forecast
 
-from .latency_model import PRIOR_POINT_SIGMA
 from .types import EngineParams, Observations
 
 DEVIATION, BURN, ERRORS, QUEUE, FORECAST = "deviation", "burn", "errors", "queue", "forecast"
@@ -72,19 +70,18 @@ class Health:
     sigma: float = 0.0
     #: per-pod load over capacity at the last few ticks, this one last
     loads: tuple[float, ...] = ()
-    #: the model has learned from the pods at least as many samples as the deviation needs ticks
-    #: (breach_ticks): before, its prediction is the prior's guess of L0, not what these pods do
+
+    #: the model has learned at least one sample of these pods: before, its prediction is the prior's
+    #: guess of L0 (ServeGen m-small at 10x: the pods answered in 4 ms where the guess said 50, and
+    #: a deviation from the guess at the first ticks started an emergency with the pods healthy)
     learned: bool = True
 
     @property
     def explained(self) -> bool:
-        """The load is, or was within the trigger window, at or past what the model says the pods
+        """The load is, or was within the trigger window, past what the model says the pods
         carry at the SLO: an overload. Requests queued then finish slow (up to the timeout)
-        after the load has dropped, and a step's quantile includes them. "At" is within the
-        capacity's own uncertainty, the load test's PRIOR_POINT_SIGMA: at 95% of a capacity known
-        to 10%, the pods are as likely past their knee (on the Azure replay at 10x, a queue that
-        grew at 95% started the playbook with the pods healthy)."""
-        return any(x > 1.0 / (1.0 + PRIOR_POINT_SIGMA) for x in self.loads)
+        after the load has dropped, and a step's quantile includes them."""
+        return any(x > 1.0 for x in self.loads)
 
     @property
     def ratio(self) -> float:
@@ -182,9 +179,6 @@ def check(
     # Beyond the trigger ratio, and beyond the service's own noise (the learning gate's sigmas):
     # a p99 of a few dozen heavy-tailed LLM requests doubles by chance; one of thousands does not.
     line = max(ratio, math.exp(params.gate_sigmas * health.sigma))
-    # Against a model that has not learned the pods yet, a deviation is one from the prior's guess of
-    # L0 (ServeGen m-small at 10x: the pods answered in 4 ms, the guess said 50; an emergency at 30 s
-    # then held A at int8, where the unlearned curve overstates its capacity, for the whole hour).
     deviates = cope and health.learned and health.ratio > line
     deviations = (deviation_history + (deviates,))[-params.breach_window_ticks:]
     hurt = health.latency_ms is not None and (health.latency_ms > target or short >= 1.0)
@@ -211,9 +205,11 @@ def check(
     queue = (queue_history + (float(sum(depths)),))[-(n + 1):] if depths else ()
     # A queue that grows while latency is under the target hurts nobody yet: a batching server's
     # queue rises and falls at loads well within its capacity (tested: at 70% of capacity on the
-    # Azure replay at 10x, with the p99 at 200 ms of a 1 s SLO, it grew 3 ticks running every few minutes).
+    # Azure replay at 10x, with the p99 at 200 ms of a 1 s SLO, it grew 3 ticks running every few
+    # minutes). And one that grows with latency where the model puts it (within one sigma of its
+    # noise, widened near the knee) is the load's: at 95% of capacity it started the playbook there.
     if (len(queue) == n + 1 and all(b > a for a, b in zip(queue, queue[1:])) and queue[-1] >= params.queue_min_depth
-            and cope and hurt):
+            and cope and hurt and health.ratio > math.exp(health.sigma)):
         fired.append(Trigger(QUEUE, f"queue grew {queue[0]:.0f} -> {queue[-1]:.0f} requests over {n} ticks at {load}"))
 
     if forecast is not None:
