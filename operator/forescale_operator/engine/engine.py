@@ -180,8 +180,7 @@ def _health(spec: InferenceSpec, obs: Observations, model: PoolModel, precision:
     if latency is not None and latency <= target:
         load = min(load, 1.0)
     recent = (loads + (load,))[-params.breach_window_ticks:]
-    return triggers.Health(latency, per_pod, predicted, capacity, sigma=model.sigma, loads=recent,
-                           learned=model.samples > 0)
+    return triggers.Health(latency, per_pod, predicted, capacity, sigma=model.sigma, loads=recent)
 
 
 def _start_incident(spec: InferenceSpec, tick: Tick, check: triggers.TriggerCheck, obs: Observations,

@@ -71,10 +71,6 @@ class Health:
     #: per-pod load over capacity at the last few ticks, this one last
     loads: tuple[float, ...] = ()
 
-    #: the model has learned at least one sample of these pods: before, its prediction is the prior's
-    #: guess of L0 (ServeGen m-small at 10x: the pods answered in 4 ms where the guess said 50, and
-    #: a deviation from the guess at the first ticks started an emergency with the pods healthy)
-    learned: bool = True
 
     @property
     def explained(self) -> bool:
@@ -179,7 +175,7 @@ def check(
     # Beyond the trigger ratio, and beyond the service's own noise (the learning gate's sigmas):
     # a p99 of a few dozen heavy-tailed LLM requests doubles by chance; one of thousands does not.
     line = max(ratio, math.exp(params.gate_sigmas * health.sigma))
-    deviates = cope and health.learned and health.ratio > line
+    deviates = cope and health.ratio > line
     deviations = (deviation_history + (deviates,))[-params.breach_window_ticks:]
     hurt = health.latency_ms is not None and (health.latency_ms > target or short >= 1.0)
     if params.breach_ticks and deviates and hurt and sum(deviations) >= params.breach_ticks:
@@ -188,7 +184,7 @@ def check(
             f"({sum(deviations)} of the last {len(deviations)} ticks)")))
     # Worse than the model by more than its typical noise (one sigma of its log residual): a p99 of
     # LLM requests (sigma ~0.5) is 10% over its prediction by chance at every other tick.
-    if params.burn_rate and burning and cope and health.learned and health.ratio > math.exp(health.sigma):
+    if params.burn_rate and burning and cope and health.ratio > math.exp(health.sigma):
         fired.append(Trigger(BURN, (
             f"{100 * burn[-1]:.1f}% of requests over SLO {target:.0f} ms: burn {short:.1f}x the budget over "
             f"{min(len(burn), params.burn_short_ticks)} ticks and {long:.1f}x over {len(burn)}; a {q} "
