@@ -67,7 +67,7 @@ def decide(
     tick.events += contradiction_events
 
     # 2. Diagnose: is A doing worse than its model predicts at the load it carries?
-    health = _health(spec, obs, models["a"], precision["a"], target, state.learned.loads, params)
+    health = _health(obs, models["a"], precision["a"], target, state.learned.loads, params)
     check = triggers.check(spec, obs, forecast, health, state.learned.queue, state.learned.deviations,
                            state.learned.burn, now, params)
     spike = check.has(triggers.FORECAST)
@@ -163,8 +163,8 @@ def decide(
     return preview.wrap(spec, decision, params)
 
 
-def _health(spec: InferenceSpec, obs: Observations, model: PoolModel, precision: str, target: float,
-            loads: tuple[float, ...], params: EngineParams) -> triggers.Health:
+def _health(obs: Observations, model: PoolModel, precision: str, target: float, loads: tuple[float, ...],
+            params: EngineParams) -> triggers.Health:
     """Pool A's observed latency and load against what its healthy model predicts."""
     a = obs.a
     latency = a.latency_ms if a.latency_ms is not None else triggers.overall_latency(obs)

@@ -255,10 +255,14 @@ class PoolModel:
                        rate_hi=max(self.rate_hi, rate_ref), resid_var=max(var, MIN_RESID_VAR),
                        proven_rps=proven), True
 
+    def _matrix(self) -> tuple[tuple[float, float, float], ...]:
+        """The covariance as a full symmetric 3x3 matrix (it is stored as its upper triangle)."""
+        p00, p01, p02, p11, p12, p22 = self.p
+        return ((p00, p01, p02), (p01, p11, p12), (p02, p12, p22))
+
     def _spread(self, h: tuple[float, float, float]) -> float:
         """h P h': the variance of the prediction along observation row h."""
-        p00, p01, p02, p11, p12, p22 = self.p
-        P = ((p00, p01, p02), (p01, p11, p12), (p02, p12, p22))
+        P = self._matrix()
         return sum(h[i] * P[i][j] * h[j] for i in range(3) for j in range(3))
 
     def _widened(self, factor: float) -> "PoolModel":
@@ -283,8 +287,7 @@ class PoolModel:
                 mp: ModelParams | None = None, predicted: float | None = None) -> tuple["PoolModel", bool]:
         """One Kalman update of x with observation row `h` (y = h . x + noise; or, given
         `predicted`, the linearised y ~ predicted + h . (x' - x))."""
-        p00, p01, p02, p11, p12, p22 = self.p
-        P = ((p00, p01, p02), (p01, p11, p12), (p02, p12, p22))
+        P = self._matrix()
         ph = tuple(sum(P[i][j] * h[j] for j in range(3)) for i in range(3))  # P h^T
         s = sum(h[i] * ph[i] for i in range(3)) + noise
         innovation = observed - (predicted if predicted is not None else sum(h[i] * self.x[i] for i in range(3)))

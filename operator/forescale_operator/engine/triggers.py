@@ -71,7 +71,6 @@ class Health:
     #: per-pod load over capacity at the last few ticks, this one last
     loads: tuple[float, ...] = ()
 
-
     @property
     def explained(self) -> bool:
         """The load is, or was within the trigger window, past what the model says the pods
@@ -203,7 +202,7 @@ def check(
     # queue rises and falls at loads well within its capacity (tested: at 70% of capacity on the
     # Azure replay at 10x, with the p99 at 200 ms of a 1 s SLO, it grew 3 ticks running every few
     # minutes). And one that grows with latency where the model puts it (within one sigma of its
-    # noise, widened near the knee) is the load's: at 95% of capacity it started the playbook there.
+    # noise) is the load's: at 95% of capacity it started the playbook there.
     if (len(queue) == n + 1 and all(b > a for a, b in zip(queue, queue[1:])) and queue[-1] >= params.queue_min_depth
             and cope and hurt and health.ratio > math.exp(health.sigma)):
         fired.append(Trigger(QUEUE, f"queue grew {queue[0]:.0f} -> {queue[-1]:.0f} requests over {n} ticks at {load}"))
