@@ -68,7 +68,7 @@ def decide(
 
     # 2. Diagnose: is A doing worse than its model predicts at the load it carries?
     health = _health(obs, models["a"], precision["a"], target, state.learned.loads, params)
-    check = triggers.check(spec, obs, forecast, health, state.learned.queue, state.learned.deviations,
+    check = triggers.check(spec, obs, forecast, health, state.learned.queue, state.learned.ratios,
                            state.learned.burn, now, params)
     spike = check.has(triggers.FORECAST)
     if spike and not state.learned.forecast_spike:
@@ -137,7 +137,7 @@ def decide(
         last_desired=desired,
         queue=check.queue,
         loads=check.loads,
-        deviations=check.deviations,
+        ratios=check.ratios,
         burn=check.burn,
         forecast_spike=spike,
         metrics_unavailable=False,

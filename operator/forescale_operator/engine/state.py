@@ -65,8 +65,9 @@ class Learned:
     last_desired: Mapping[str, int] | None = None
     #: recent total queue depths, oldest first (queue-growth trigger)
     queue: tuple[float, ...] = ()
-    #: whether A's latency was beyond the model's prediction at each recent tick (deviation trigger)
-    deviations: tuple[bool, ...] = ()
+    #: A's latency over its model's prediction at each recent tick, oldest first (0: unknown, or
+    #: the load explained it): the deviation trigger's window
+    ratios: tuple[float, ...] = ()
     #: A's per-pod load over its model's capacity at each recent tick, oldest first: requests
     #: queued in an overload finish slow for a while after the load has dropped
     loads: tuple[float, ...] = ()

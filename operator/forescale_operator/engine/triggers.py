@@ -12,11 +12,12 @@ The playbook starts on any of these, each only while the load is within the
 model's capacity (the pods should cope):
 - deviation: A's latency is over `triggerRatio x` the model's prediction at
   A's observed per-pod load (or over the model's own noise band, `gate_sigmas`
-  standard deviations of its log residual, where that is wider), at `breach_ticks` of the last `breach_window_ticks`
-  ticks and now, and users are hurt (latency over the target, or the short
-  burn window over budget). A pool twice as slow as it should be, serving
-  under the SLO, costs nobody anything; the playbook's int8 and lighter model
-  have a quality cost worth paying only when the SLO is at risk;
+  standard deviations of its log residual, where that is wider) at the last
+  `breach_ticks` ticks running, without draining in between (see below), and
+  users are hurt (latency over the target, or the short burn window over
+  budget). A pool twice as slow as it should be, serving under the SLO, costs
+  nobody anything; the playbook's int8 and lighter model have a quality cost
+  worth paying only when the SLO is at risk;
 - burn: the share of requests over the SLO, in units of the error budget
   (1 - quantile), reaches `burn_rate` over both a short and a long window
   (multi-window burn-rate alerting, Google SRE workbook ch. 5), while A does
@@ -26,11 +27,24 @@ model's capacity (the pods should cope):
   quantile just under the target while 10 s windows go over;
 - errors: the share rejected or failed is over `errorRatePercent`;
 - queue: the total queue depth grew at each of the last `queue_growth_ticks`
-  ticks and holds at least `queue_min_depth` requests, users are hurt (as for
-  the deviation), and A does worse than the model by more than one sigma.
+  ticks, holds at least `queue_min_depth` requests and more than the model's
+  in-system count at this load (rate x predicted latency, Little's law), users
+  are hurt (as for the deviation), and A does worse than the model by more
+  than one sigma.
 The forecast's upper latency band crossing `triggerRatio x target` is
 reported (ForecastSpike) but starts nothing: what the forecaster sees coming
 is load, and load is answered by sizing.
+
+Draining. Pods whose latency over the model fell by the trigger ratio from
+one tick to the next drained their queue at the same load: they
+cope, and what they showed was a burst inside the step, not a change of the
+pods. A step's mean rate hides the seconds within it; near the knee those
+seconds pass the capacity and queue, and the next step drains it. On the dev
+replays without an incident this pattern (2.5 s, then 0.9 s at 95% of the
+capacity; 0.55 s, 0.06 s, 0.39 s at 90%) started the playbook four times out
+of five false starts. A changed pod does not drain: a slowdown holds its
+latency or, saturated, grows its queue tick after tick. So the deviation
+needs its ticks in a row and the burn trigger a tick that is not draining.
 """
 
 from __future__ import annotations
@@ -93,7 +107,7 @@ class TriggerCheck:
     fired: tuple[Trigger, ...]
     queue: tuple[float, ...]
     loads: tuple[float, ...]
-    deviations: tuple[bool, ...]
+    ratios: tuple[float, ...]
     burn: tuple[float, ...]
     health: Health
 
@@ -147,7 +161,7 @@ def check(
     forecast: Forecast | None,
     health: Health,
     queue_history: tuple[float, ...],
-    deviation_history: tuple[bool, ...],
+    ratio_history: tuple[float, ...],
     burn_history: tuple[float, ...],
     now: float,
     params: EngineParams,
@@ -174,16 +188,21 @@ def check(
     # Beyond the trigger ratio, and beyond the service's own noise (the learning gate's sigmas):
     # a p99 of a few dozen heavy-tailed LLM requests doubles by chance; one of thousands does not.
     line = max(ratio, math.exp(params.gate_sigmas * health.sigma))
-    deviates = cope and health.ratio > line
-    deviations = (deviation_history + (deviates,))[-params.breach_window_ticks:]
+    ratios = (ratio_history + (health.ratio if cope else 0.0,))[-max(params.breach_ticks, 2):]
+    # Down by the trigger ratio since the last tick: the queue drained at this load. (The factor a
+    # trigger needs to call the pods slow is the factor that calls them recovered.)
+    draining = len(ratios) >= 2 and ratios[-1] * ratio < ratios[-2]
+    run = ratios[-params.breach_ticks:] if params.breach_ticks else ()
+    held = (len(run) == params.breach_ticks > 0 and all(r > line for r in run)
+            and all(b * ratio >= a for a, b in zip(run, run[1:])))
     hurt = health.latency_ms is not None and (health.latency_ms > target or short >= 1.0)
-    if params.breach_ticks and deviates and hurt and sum(deviations) >= params.breach_ticks:
+    if held and hurt:
         fired.append(Trigger(DEVIATION, (
             f"a {q} {health.latency_ms:.0f} ms > {line:.1f} x the model's {health.predicted_ms:.0f} ms at {load} "
-            f"({sum(deviations)} of the last {len(deviations)} ticks)")))
+            f"({len(run)} ticks running)")))
     # Worse than the model by more than its typical noise (one sigma of its log residual): a p99 of
     # LLM requests (sigma ~0.5) is 10% over its prediction by chance at every other tick.
-    if params.burn_rate and burning and cope and health.ratio > math.exp(health.sigma):
+    if params.burn_rate and burning and cope and not draining and health.ratio > math.exp(health.sigma):
         fired.append(Trigger(BURN, (
             f"{100 * burn[-1]:.1f}% of requests over SLO {target:.0f} ms: burn {short:.1f}x the budget over "
             f"{min(len(burn), params.burn_short_ticks)} ticks and {long:.1f}x over {len(burn)}; a {q} "
@@ -203,8 +222,12 @@ def check(
     # Azure replay at 10x, with the p99 at 200 ms of a 1 s SLO, it grew 3 ticks running every few
     # minutes). And one that grows with latency where the model puts it (within one sigma of its
     # noise) is the load's: at 95% of capacity it started the playbook there.
+    # And a queue within the in-system count the model allows at this load is the load's (Little's
+    # law: rate x latency, the quantile latency bounding the mean): 11 requests queued over 25 pods
+    # at 96% of their capacity, on the Azure replay at 10x, started the playbook there.
+    allowed = (obs.rate_rps or 0.0) * health.predicted_ms / 1000.0 if math.isfinite(health.predicted_ms) else math.inf
     if (len(queue) == n + 1 and all(b > a for a, b in zip(queue, queue[1:])) and queue[-1] >= params.queue_min_depth
-            and cope and hurt and health.ratio > math.exp(health.sigma)):
+            and queue[-1] > allowed and cope and hurt and health.ratio > math.exp(health.sigma)):
         fired.append(Trigger(QUEUE, f"queue grew {queue[0]:.0f} -> {queue[-1]:.0f} requests over {n} ticks at {load}"))
 
     if forecast is not None:
@@ -216,4 +239,4 @@ def check(
             fired.append(Trigger(FORECAST, (
                 f"forecast {q} upper band {upper[i]:.0f} ms > {float(ratio)} x SLO {target:.0f} ms in {max(lead, 0):.0f} s")))
 
-    return TriggerCheck(tuple(fired), queue, health.loads, deviations, burn, health)
+    return TriggerCheck(tuple(fired), queue, health.loads, ratios, burn, health)

@@ -204,6 +204,37 @@ def test_the_queue_of_an_overload_draining_is_not_an_incident(tick):
         assert Reason.EMERGENCY_STARTED not in reasons(d)
 
 
+@pytest.mark.parametrize("ratios, starts", [
+    ((3.0, 3.0), True),         # a slowdown holds its latency: two ticks running
+    ((3.0, 4.5, 7.0), True),    # saturated, its queue grows tick after tick
+    ((12.0, 5.0), False),       # a burst inside the step queued, and the next step drained it
+    ((3.0, 1.0, 3.0), False),   # near the knee, slow and back again: never two ticks running
+])
+def test_a_deviation_needs_its_ticks_in_a_row_without_draining(tick, ratios, starts):
+    s = Scenario(tick)
+    s.warm()
+    started = False
+    for r in ratios:
+        d = s.at(healthy_ms(37.5) * r)
+        started |= Reason.EMERGENCY_STARTED in reasons(d)
+    assert started is starts
+
+
+@pytest.mark.parametrize("queues, fires", [
+    ((0.0, 20.0, 60.0, 120.0), True),  # 120 queued: more than 300 rps x the model's 114 ms (34) allows
+    ((0.0, 2.0, 5.0, 9.0), False),     # 9 queued over 8 pods: within the model's in-system count
+])
+def test_a_queue_the_model_allows_at_this_load_is_the_loads(tick, queues, fires):
+    s = Scenario(tick)
+    s.warm()
+    fired = False
+    for q in queues:
+        # 1.9x the prediction (under the trigger ratio) and over the target: only the queue can start anything
+        d = s.at(healthy_ms(37.5) * 1.9, a_extra={"queue_depth": q})
+        fired |= any(e.reason is Reason.EMERGENCY_STARTED and "queue grew" in e.message for e in d.events)
+    assert fired is fires
+
+
 # -- rule 2: sizing -------------------------------------------------------------------
 
 @pytest.mark.parametrize("replicas, ready, want", [
