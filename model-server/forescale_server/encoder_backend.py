@@ -20,11 +20,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from forescale_profiles.precision import PRECISIONS
+
 from .backend import EMBEDDINGS, MINILM_ALIASES, BatchResult
 from .buffer_pool import BufferPool
 from .calibration import calibration_sentences
 from .length_buckets import length_groups
-from .service_model import PRECISIONS
 from .variant_manifest import VariantManifest
 
 log = logging.getLogger("forescale.server")

@@ -8,7 +8,7 @@ project's CPU and carried to the GPU profile: the replay labels them so.
 `pool_b_factor()` is B's service time relative to A's fp16 time on the GPU
 profile: the model-compute speed-up of the distilled student over the teacher
 (both fp32, so it is the layer count's effect, which a GPU keeps) applied to
-the profile's own int8 factor (0.6 of fp16, TensorRT, `service_model`).
+the profiles' own int8 factor (0.6 of fp16, TensorRT, `forescale_profiles.precision`).
 This module imports neither torch nor numpy.
 """
 
@@ -18,6 +18,8 @@ import json
 import time
 from functools import lru_cache
 from pathlib import Path
+
+from forescale_profiles.precision import INT8_OVER_FP16
 
 SPEED_FILE = Path(__file__).with_name("variant_speed.json")
 LABEL = "measured on CPU, carried to the GPU profile"
@@ -64,5 +66,5 @@ def speed_ratio(variant: str = "distilled-int8", key: str = "speedup_vs_fp32_b32
 def pool_b_factor(int8_over_fp16: float | None = None, path: Path = SPEED_FILE) -> float:
     """B (distilled student at int8) service time / A's fp16 service time on a GPU profile."""
     if int8_over_fp16 is None:
-        from .service_model import _INT8_OVER_FP16 as int8_over_fp16
+        int8_over_fp16 = INT8_OVER_FP16
     return int8_over_fp16 / speed_ratio("distilled", "compute_speedup_vs_fp32_b32", path)

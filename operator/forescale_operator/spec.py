@@ -16,8 +16,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from forescale_profiles.precision import PRECISIONS
+
 MODES = ("Auto", "Preview")
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 ROUTERS = ("gatewayapi", "istio", "none")
 PRESETS = ("forescale", "vllm", "triton", "torchserve", "custom")
 POOLS = ("a", "b")

@@ -14,7 +14,7 @@ docs/predictor.md):
   request rate (DESIGN.md §5), so each rate series is scaled onto a pool of
   `replicas` pods (2-6) running at a mean utilisation of 35-60% of one pod's
   saturation rate, and p99 latency is computed from it with the calibrated
-  service model `forescale_server.service_model.derived_latency_ms`
+  service model `forescale_profiles.service_time.derived_latency_ms`
   (default profile, fp16). A 5% log-normal measurement noise is added, as a
   p99 read from histogram buckets is itself an estimate.
 - **Step.** The model steps at 15 s (the operator's default loop) with a
@@ -72,7 +72,7 @@ def rate_series(traces: Path) -> list[tuple[str, np.ndarray]]:
 
 def derive(rates: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
     """[T, 2] (latency_ms, rate) for one rate series scaled onto a random pool."""
-    from forescale_server import service_model as sm
+    from forescale_profiles import service_time as sm
 
     profile = sm.DEFAULT_PROFILE
     replicas = int(rng.integers(2, 7))
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             "data": (
                 "Real request-rate series (Microsoft cloud-monitoring MongoDB RPS and data-ingress rates, 1-minute samples "
                 "used step for step; Azure LLM 2023 and Mooncake request traces binned at 15 s). Latency is NOT measured: "
-                "it is derived from each rate through the calibrated service model forescale_server.service_model "
+                "it is derived from each rate through the calibrated service model forescale_profiles.service_time "
                 "(p99, default profile, fp16) with 5% log-normal noise, because no public trace pairs GPU latency with rate. "
                 "Latency is NaN where the rate is 0 (idle); the model reads observed indicators (gap_channels) and "
                 "trained with synthetic missing-scrape runs of 1-8 steps in 20% of windows."

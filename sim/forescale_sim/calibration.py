@@ -1,7 +1,7 @@
 """The per-pod capacity at the SLO that every policy's target is taken from.
 
 - Encoder pods: the highest per-pod rate whose closed-form quantile latency
-  (service_model.encoder_latency_ms) stays under the SLO, by bisection.
+  (forescale_profiles.service_time.encoder_latency_ms) stays under the SLO, by bisection.
 - LLM pods: no closed form fits continuous batching, so the capacity is
   found by simulation: one `LlmPod` fed Poisson arrivals whose token counts
   are drawn from the trace itself, bisecting on the rate until the SLO
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from forescale_server.service_model import DecoderProfile, EncoderProfile, encoder_latency_ms
+from forescale_profiles.service_time import DecoderProfile, EncoderProfile, encoder_latency_ms
 
 from .errors import SimError
 from .llm_pod import LlmPod

@@ -1,6 +1,6 @@
 """A pool of encoder pods as a fluid queue, one 1 s tick at a time, priced by
 the shared `EncoderProfile` and its closed form `encoder_latency_ms`
-(model-server/forescale_server/service_model.py).
+(profiles/forescale_profiles/service_time.py).
 
 Rate traces (ServeGen ~1,900 req/s, rate CSVs) are too dense to replay
 request by request in Python, so a pool is modelled per tick:
@@ -11,7 +11,7 @@ request by request in Python, so a pool is modelled per tick:
   the timeout (15 s) is rejected;
 - the latency distribution inside a tick is the closed form's: a batch
   service time t(b) and an exponential queueing tail whose q-quantile is
-  `t * rho/(1-rho) * -ln(1-q) / 2` (service_model.encoder_latency_ms), plus
+  `t * rho/(1-rho) * -ln(1-q) / 2` (service_time.encoder_latency_ms), plus
   the backlog's wait. So the share over the SLO is
   `exp(-(SLO - 1.5 t - wait) * 2 (1-rho) / (t rho))`.
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from forescale_server.service_model import EncoderProfile, encoder_latency_ms
+from forescale_profiles.service_time import EncoderProfile, encoder_latency_ms
 
 from .llm_pod import DEFAULT_TIMEOUT_S
 

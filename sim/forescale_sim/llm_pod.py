@@ -1,5 +1,5 @@
 """One simulated LLM pod, request by request, priced by the shared
-DistServe-fit `DecoderProfile` (model-server/forescale_server/service_model.py).
+DistServe-fit `DecoderProfile` (profiles/forescale_profiles/service_time.py).
 
 The model, and why it is shaped so:
 - **Concurrency limit.** At most `profile.max_batch` sequences run at once
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import heapq
 
-from forescale_server.service_model import DecoderProfile
+from forescale_profiles.service_time import DecoderProfile
 
 DEFAULT_TIMEOUT_S = 15.0
 

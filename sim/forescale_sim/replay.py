@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from forescale_server.service_model import DecoderProfile, EncoderProfile
+from forescale_profiles.service_time import DecoderProfile, EncoderProfile
 
 from .cluster import Pod, Pool, slowdown_at
 from .encoder_fluid import encoder_tick

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from forescale_server.service_model import A100_OPT13B, T4_BERT_BASE, DecoderProfile, get_profile
+from forescale_profiles.service_time import A100_OPT13B, T4_BERT_BASE, DecoderProfile, get_profile
 
 from .bounds import reserve_floor_gpu_hours
 from .calibration import PEER_UTILIZATION, Calibration, check_peer_utilization

@@ -12,13 +12,13 @@ import math
 import re
 from dataclasses import dataclass
 
+from forescale_profiles.precision import PRECISIONS
 from forescale_stress.errors import StressError
 
 #: fault kind -> the spec key that selects it
 FAULT_KINDS = ("latency_ms", "slowdown", "cache_flush", "leak_mb", "kill")
 #: kinds whose effect lasts `seconds`; the others act at one instant
 TIMED_KINDS = ("latency_ms", "slowdown")
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 SIGNALS = ("kill", "term")
 #: `warmup` without a number warms this many of the most frequent recent inputs
 DEFAULT_WARMUP_TOP = 100

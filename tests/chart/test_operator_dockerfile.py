@@ -94,6 +94,6 @@ def test_the_copied_sources_install_the_operator(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert (target / "bin" / "forescale").is_file()
-    for package in ("forescale_cli", "forescale_operator", "forescale_predictor"):
+    for package in ("forescale_cli", "forescale_operator", "forescale_predictor", "forescale_profiles"):
         assert (target / package / "__init__.py").is_file(), package
     assert (target / "forescale_operator" / "telemetry.py").is_file()

@@ -13,8 +13,8 @@ import urllib.request
 
 import pytest
 
+from forescale_profiles.service_time import PROFILES
 from forescale_server.emulated_backend import EMULATED_AGREEMENT, make_emulated
-from forescale_server.service_model import PROFILES
 
 from .conftest import AUTH, serving
 

@@ -11,7 +11,7 @@ import numpy as np
 import openai
 import pytest
 
-from forescale_server.service_model import PROFILES, DecoderProfile
+from forescale_profiles.service_time import PROFILES, DecoderProfile
 
 from .conftest import build_tiny_llama, served_process
 

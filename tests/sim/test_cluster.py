@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forescale_server.service_model import A100_OPT13B
+from forescale_profiles.service_time import A100_OPT13B
 from forescale_sim.cluster import Pool, slowdown_at
 from forescale_sim.incidents import Incident
 from forescale_sim.llm_pod import LlmPod

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from forescale_server.service_model import A100_OPT13B, T4_BERT_BASE, encoder_latency_ms
+from forescale_profiles.service_time import A100_OPT13B, T4_BERT_BASE, encoder_latency_ms
 from forescale_sim.encoder_fluid import encoder_tick
 from forescale_sim.llm_pod import LlmPod
 

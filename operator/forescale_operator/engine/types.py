@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Mapping
 
+from forescale_profiles.precision import PRECISION_SPEED
+
 from forescale_operator.phase import Phase
 from forescale_operator.reasons import Reason, event_type
 
@@ -20,8 +22,9 @@ from .state import EngineState
 POOLS = ("a", "b")
 
 #: relative throughput per precision (fp16 = 1). int8 runs a batch in 0.6x the
-#: fp16 time on the published TensorRT BERT rows (PEERS.md §6), fp32 in ~2x.
-DEFAULT_PRECISION_SPEED: Mapping[str, float] = {"fp32": 0.5, "fp16": 1.0, "bf16": 1.0, "int8": 1.0 / 0.6}
+#: fp16 time on the published TensorRT BERT rows (PEERS.md §6), fp32 in ~2x:
+#: the shared profiles' factors, inverted (fp32 0.5, fp16 1, bf16 1, int8 1/0.6).
+DEFAULT_PRECISION_SPEED: Mapping[str, float] = PRECISION_SPEED
 
 
 class ActionKind(str, Enum):

@@ -2,7 +2,8 @@
 server (`forescale serve --emulate-gpu`), the replay simulator and the
 derivation of latency for the packaged forecaster's training data.
 
-Pure Python and numpy: importing this module never loads torch.
+Pure Python and numpy: importing this module never loads torch. The
+precision factors come from `forescale_profiles.precision`.
 
 Every coefficient below is taken from `shared/PEERS.md` §6 and names its source.
 Where a number is an assumption rather than a published measurement, the
@@ -12,12 +13,12 @@ profile's `assumptions` say so.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
 import numpy as np
 
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")
+from .precision import FACTOR_ASSUMPTIONS, PRECISIONS, SERVICE_TIME_FACTOR
 
 
 @dataclass(frozen=True)
@@ -85,28 +86,14 @@ class DecoderProfile:
             raise ValueError(f"unknown precision {precision!r}; expected one of {PRECISIONS}") from None
 
 
-# INT8 / FP16 on A100, BERT-base seq 128 (PEERS.md §6, NVIDIA TensorRT demo/BERT):
-# 0.58/0.67 at b=1, 0.95/1.38 at b=8, 2.27/4.10 at b=32, 8.18/16.1 at b=128.
-# At the batch sizes a loaded pod runs (8-32) int8 takes 0.55-0.69 of fp16: 0.6.
-_INT8_OVER_FP16 = 0.6
-# No fp32 row is published there; tensor-core fp16 is commonly ~2x fp32 (TF32
-# off). This is an assumption, labelled as such in each profile.
-_FP32_OVER_FP16 = 2.0
-_FACTORS = {"fp32": _FP32_OVER_FP16, "fp16": 1.0, "bf16": 1.0, "int8": _INT8_OVER_FP16}
-_FACTOR_ASSUMPTIONS = (
-    "fp32 = 2.0 x fp16 service time (assumption: no fp32 row in PEERS.md §6)",
-    "bf16 = fp16 (assumption)",
-    "int8 = 0.6 x fp16, from the TensorRT BERT-base A100 rows at batch 8-32",
-)
-
 A100_BERT_BASE = EncoderProfile(
     name="a100-bert-base",
     source="PEERS.md §6: NVIDIA/TensorRT demo/BERT README, A100-40GB FP16 seq 128; linear fit 0.45 + 0.123*b ms",
     base_ms=0.45,
     per_item_ms=0.123,
     max_batch=128,
-    precision_factor=_FACTORS,
-    assumptions=_FACTOR_ASSUMPTIONS,
+    precision_factor=SERVICE_TIME_FACTOR,
+    assumptions=FACTOR_ASSUMPTIONS,
 )
 
 T4_BERT_BASE = EncoderProfile(
@@ -115,8 +102,8 @@ T4_BERT_BASE = EncoderProfile(
     base_ms=0.9,
     per_item_ms=1.06,
     max_batch=16,
-    precision_factor=_FACTORS,
-    assumptions=_FACTOR_ASSUMPTIONS,
+    precision_factor=SERVICE_TIME_FACTOR,
+    assumptions=FACTOR_ASSUMPTIONS,
 )
 
 A100_OPT13B = DecoderProfile(
@@ -126,8 +113,8 @@ A100_OPT13B = DecoderProfile(
     decode=(19.93, 6.27e-4, 0.0385),
     max_batch=64,
     max_context_tokens=2048,
-    precision_factor=_FACTORS,
-    assumptions=_FACTOR_ASSUMPTIONS + ("int8 factor transferred from the encoder rows to the decoder (assumption)",),
+    precision_factor=SERVICE_TIME_FACTOR,
+    assumptions=FACTOR_ASSUMPTIONS + ("int8 factor transferred from the encoder rows to the decoder (assumption)",),
 )
 
 # The demo and the end-to-end tests run several emulated pods, a load
@@ -142,8 +129,8 @@ DEMO_ENCODER = EncoderProfile(
     base_ms=0.45 * 40,
     per_item_ms=0.123 * 40,
     max_batch=32,
-    precision_factor=_FACTORS,
-    assumptions=_FACTOR_ASSUMPTIONS + ("time scale x40 chosen for the 2-core demo, not measured",),
+    precision_factor=SERVICE_TIME_FACTOR,
+    assumptions=FACTOR_ASSUMPTIONS + ("time scale x40 chosen for the 2-core demo, not measured",),
 )
 
 # `forescale demo` runs a handful of pods on two cores at 20-70 requests per
@@ -157,8 +144,8 @@ DEMO_HEAVY = EncoderProfile(
     base_ms=0.45 * 150,
     per_item_ms=0.123 * 150,
     max_batch=16,
-    precision_factor=_FACTORS,
-    assumptions=_FACTOR_ASSUMPTIONS + ("time scale x150 and max batch 16 chosen for the 2-core demo, not measured",),
+    precision_factor=SERVICE_TIME_FACTOR,
+    assumptions=FACTOR_ASSUMPTIONS + ("time scale x150 and max batch 16 chosen for the 2-core demo, not measured",),
 )
 
 PROFILES: dict[str, EncoderProfile | DecoderProfile] = {
