@@ -33,6 +33,8 @@ class Reason(str, Enum):
     DEBUG_LOGGING_ENABLED = "DebugLoggingEnabled"
     #: the incident scene (metrics window and decisions) was saved
     SNAPSHOT_SAVED = "SnapshotSaved"
+    #: the diagnosis checklist ranked a cause first, with its numbers (issue 17; not in DESIGN.md's list, added here)
+    ROOT_CAUSE_SUSPECTED = "RootCauseSuspected"
     #: latency has stayed under the SLO for the stable period
     RECOVERED = "Recovered"
     #: one cut-back step moved traffic back to pool A
@@ -60,7 +62,7 @@ class Reason(str, Enum):
 #: reasons posted as Warning events; all others are Normal
 WARNING_REASONS = frozenset(
     {Reason.EMERGENCY_STARTED, Reason.OVERLOAD, Reason.CUTBACK_ABORTED, Reason.METRICS_UNAVAILABLE, Reason.INVALID_SPEC,
-     Reason.FORECAST_SPIKE, Reason.ADMIN_PORT_INVALID, Reason.CHILD_CONFLICT}
+     Reason.FORECAST_SPIKE, Reason.ADMIN_PORT_INVALID, Reason.CHILD_CONFLICT, Reason.ROOT_CAUSE_SUSPECTED}
 )
 
 

@@ -1,0 +1,16 @@
+"""Root cause, not just relief: the diagnosis checklist (issue 17, first half).
+
+Pure, like the decision engine: plain numbers in (`Evidence`), a ranked
+`Diagnosis` out (`diagnose`). `gather_evidence` fills an `Evidence` through
+an injected `PromQuery`, so this package imports neither kopf, kubernetes,
+aiohttp nor a Prometheus client (import-linter contract `engine-pure`).
+See docs/diagnosis.md. Not yet run by the operator at incidents.
+"""
+
+from .evidence import Evidence
+from .gather import KubeFacts, PromQuery, Windows, gather_evidence
+from .rank import Diagnosis, diagnose
+from .rules import CAUSES, CLEAR, RULES, SUSPECTED, UNKNOWN, Finding, Rule
+
+__all__ = ["CAUSES", "CLEAR", "RULES", "SUSPECTED", "UNKNOWN", "Diagnosis", "Evidence", "Finding", "KubeFacts",
+           "PromQuery", "Rule", "Windows", "diagnose", "gather_evidence"]

@@ -1,0 +1,223 @@
+"""Collect the `Evidence` for one pool from Prometheus (and, when given, the Kubernetes facts).
+
+The queries read the model server's own series (model-server/forescale_server/
+metrics.py), selected by the `namespace`, `deployment` and `pool` labels every
+pod's series carry:
+
+| evidence | series |
+|---|---|
+| rate_rps, error_ratio | `forescale_requests_total{code}` |
+| queue_depth | `forescale_queue_depth` (sum over pods) |
+| batch_size_mean | `forescale_batch_size` histogram, sum / count |
+| queue_wait_ms ... postprocess_ms | `forescale_request_duration_seconds{stage}` histogram, sum / count |
+| compute_per_item_ms | compute_ms / batch_size_mean (the compute stage is the whole batch's) |
+| pod_p99_ms | the same histogram's `stage="total"` buckets, `by (pod)` |
+| result_cache_hit_ratio | `forescale_cache_hits_total`, `forescale_cache_misses_total` |
+| kv_used_ratio | `forescale_kv_blocks_used` / (used + `forescale_kv_blocks_free`), fullest pod |
+| gpu_memory_bytes | `forescale_gpu_memory_bytes`, the pod holding most |
+
+The server exports no series yet for `NOT_EXPORTED`; those fields are
+missing, with that reason. Restarts, OOM kills and the revision come from
+the Kubernetes API, not Prometheus: the caller reads them and passes an
+async `facts` callable returning `KubeFacts`.
+
+"Now" is the last `now_seconds` (60) before the instant diagnosed; "before"
+is the `before_seconds` (600) ending where "now" starts. The instant is
+`ago_seconds` before the query runs (0: now), reached with PromQL `offset`.
+Every query runs at once, each bounded by `timeout_s`: a query that fails,
+times out or finds no series leaves its field missing, with the reason in
+`Evidence.missing_why`. Nothing here raises for want of evidence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass
+from string import Template
+from typing import Awaitable, Callable, Protocol
+
+from forescale_predictor.presets import escape_label_value
+
+from .evidence import Evidence
+
+
+class PromQuery(Protocol):
+    """The two calls the diagnosis makes to Prometheus (an instant query each)."""
+
+    async def scalar(self, query: str) -> float | None:
+        """The query's single value; None when it returned no series."""
+
+    async def vector(self, query: str) -> dict[str, float]:
+        """The query's series keyed by the one label it groups by (here `pod`); {} when none."""
+
+
+@dataclass(frozen=True)
+class KubeFacts:
+    """What the Kubernetes API says about the pool over the same window; None where unknown."""
+
+    oom_killed_containers: int | None = None
+    restarted_containers: int | None = None
+    revision_changed: bool | None = None
+    revision_age_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The two windows compared, in whole seconds."""
+
+    now_seconds: int = 60
+    #: the issue's "10 minutes before"
+    before_seconds: int = 600
+    #: how long before the query the instant diagnosed lies (0: now)
+    ago_seconds: int = 0
+
+
+#: per-request mean of one stage, in ms
+_STAGE_MEAN = ('1000 * sum(rate(forescale_request_duration_seconds_sum{$sel,stage="$stage"}[$range]$offset))'
+               ' / sum(rate(forescale_request_duration_seconds_count{$sel,stage="$stage"}[$range]$offset))')
+
+#: field -> PromQL template ($sel: label matchers; $range, $offset: the window)
+PAIR_QUERIES: dict[str, str] = {
+    "rate_rps": "sum(rate(forescale_requests_total{$sel}[$range]$offset))",
+    "error_ratio": ('(sum(rate(forescale_requests_total{$sel,code=~"5..|429"}[$range]$offset)) or vector(0))'
+                    " / sum(rate(forescale_requests_total{$sel}[$range]$offset))"),
+    "queue_depth": "sum(avg_over_time(forescale_queue_depth{$sel}[$range]$offset))",
+    "batch_size_mean": ("sum(rate(forescale_batch_size_sum{$sel}[$range]$offset))"
+                        " / sum(rate(forescale_batch_size_count{$sel}[$range]$offset))"),
+    "queue_wait_ms": Template(_STAGE_MEAN).safe_substitute(stage="queue"),
+    "preprocess_ms": Template(_STAGE_MEAN).safe_substitute(stage="preprocess"),
+    "compute_ms": Template(_STAGE_MEAN).safe_substitute(stage="compute"),
+    "postprocess_ms": Template(_STAGE_MEAN).safe_substitute(stage="postprocess"),
+    # A hit counter has no series before its first hit: absent hits are 0 hits.
+    "result_cache_hit_ratio": ("(sum(rate(forescale_cache_hits_total{$sel}[$range]$offset)) or vector(0))"
+                               " / ((sum(rate(forescale_cache_hits_total{$sel}[$range]$offset)) or vector(0))"
+                               " + sum(rate(forescale_cache_misses_total{$sel}[$range]$offset)))"),
+    "kv_used_ratio": ("max(avg_over_time(forescale_kv_blocks_used{$sel}[$range]$offset)"
+                      " / (avg_over_time(forescale_kv_blocks_used{$sel}[$range]$offset)"
+                      " + avg_over_time(forescale_kv_blocks_free{$sel}[$range]$offset)))"),
+    "gpu_memory_bytes": "max(avg_over_time(forescale_gpu_memory_bytes{$sel}[$range]$offset))",
+}
+POD_P99_QUERY = ('1000 * histogram_quantile(0.99, sum by (pod, le) '
+                 '(rate(forescale_request_duration_seconds_bucket{$sel,stage="total"}[$range]$offset)))')
+
+#: evidence the model server has no series for yet, and so is always missing from Prometheus
+NOT_EXPORTED: dict[str, str] = {
+    "kv_fragmentation_ratio": "the model server exports no KV fragmentation series yet",
+    "kv_hit_ratio": "the model server exports no prefix (KV) cache hit series yet",
+    "gpu_utilisation_ratio": "the model server exports no device utilisation series yet",
+    "input_tokens_mean": "the model server exports no input length series yet",
+    "output_tokens_mean": "the model server exports no output length series yet",
+}
+_FACT_FIELDS = ("oom_killed_containers", "restarted_containers", "revision_changed", "revision_age_seconds")
+
+
+def selector(namespace: str, deployment: str, pool: str | None) -> str:
+    """The label matchers for one resource's pool (both pools with None), escaped."""
+    matchers = [f'namespace="{escape_label_value(namespace)}"', f'deployment="{escape_label_value(deployment)}"']
+    if pool is not None:
+        matchers.append(f'pool="{escape_label_value(pool)}"')
+    return ",".join(matchers)
+
+
+def queries(namespace: str, deployment: str, pool: str | None = "a",
+            windows: Windows = Windows()) -> dict[str, str]:
+    """Every query by key: `<field>.now`, `<field>.before`, and `pod_p99_ms.now`."""
+    sel = selector(namespace, deployment, pool)
+    ago = max(0, int(windows.ago_seconds))
+    spans = {"now": (int(windows.now_seconds), ago),
+             "before": (int(windows.before_seconds), ago + int(windows.now_seconds))}
+
+    def fill(template: str, side: str) -> str:
+        length, offset = spans[side]
+        return Template(template).substitute(sel=sel, range=f"{length}s", offset=f" offset {offset}s" if offset else "")
+
+    out = {f"{name}.{side}": fill(template, side) for name, template in PAIR_QUERIES.items() for side in spans}
+    out["pod_p99_ms.now"] = fill(POD_P99_QUERY, "now")
+    return out
+
+
+async def gather_evidence(prom: PromQuery, namespace: str, deployment: str, *, pool: str | None = "a",
+                          facts: Callable[[], Awaitable[KubeFacts]] | None = None,
+                          windows: Windows = Windows(), timeout_s: float = 5.0) -> Evidence:
+    """The Evidence for one pool; takes at most about `timeout_s`, whatever Prometheus does."""
+    texts = queries(namespace, deployment, pool, windows)
+    keys = list(texts)
+    calls = [_bounded((lambda q=texts[k]: prom.vector(q)) if k == "pod_p99_ms.now" else (lambda q=texts[k]: prom.scalar(q)),
+                      timeout_s) for k in keys]
+    if facts is not None:
+        calls.append(_bounded(facts, timeout_s))
+    answers = await asyncio.gather(*calls)
+    why: dict[str, str] = dict(NOT_EXPORTED)
+    got: dict[str, float | None] = {}
+    for key, (value, problem) in zip(keys, answers):
+        if key == "pod_p99_ms.now":
+            continue
+        reading = _reading(value)
+        if reading is None:
+            why[key] = problem or ("no series" if value is None else f"not a usable number: {value!r}")
+        got[key] = reading
+
+    kwargs: dict[str, object] = {}
+    for name in PAIR_QUERIES:
+        now, before = got.get(f"{name}.now"), got.get(f"{name}.before")
+        kwargs[name] = _pair(name, now, before, why)
+    for side in ("now", "before"):
+        compute, batch = got.get(f"compute_ms.{side}"), got.get(f"batch_size_mean.{side}")
+        got[f"compute_per_item_ms.{side}"] = compute / batch if compute is not None and batch else None
+    kwargs["compute_per_item_ms"] = _pair("compute_per_item_ms", got["compute_per_item_ms.now"],
+                                          got["compute_per_item_ms.before"], why,
+                                          reason="needs compute_ms and batch_size_mean")
+
+    pods, problem = answers[keys.index("pod_p99_ms.now")]
+    pods = {str(k): v for k, v in ((k, _reading(v)) for k, v in (pods or {}).items())} if isinstance(pods, dict) else {}
+    pods = {k: v for k, v in pods.items() if v is not None}
+    kwargs["pod_p99_ms"] = pods or None
+    if not pods:
+        why["pod_p99_ms"] = problem or "no series"
+
+    if facts is None:
+        for name in _FACT_FIELDS:
+            why[name] = "not read (no Kubernetes facts given)"
+    else:
+        value, problem = answers[-1]
+        if isinstance(value, KubeFacts):
+            for name in _FACT_FIELDS:
+                kwargs[name] = getattr(value, name)
+                if kwargs[name] is None:
+                    why[name] = "the Kubernetes API did not say"
+        else:
+            for name in _FACT_FIELDS:
+                why[name] = problem or f"facts were not KubeFacts: {type(value).__name__}"
+    return Evidence(**kwargs, missing_why=why)  # type: ignore[arg-type]
+
+
+async def _bounded(call: Callable[[], Awaitable], timeout_s: float) -> tuple[object, str | None]:
+    """(answer, None), or (None, why) when the call failed or took longer than `timeout_s`."""
+    try:
+        return await asyncio.wait_for(call(), timeout_s), None
+    except asyncio.TimeoutError:
+        return None, f"timed out after {timeout_s:g} s"
+    except Exception as exc:  # noqa: BLE001 - any failure is missing evidence, never a failed diagnosis
+        return None, f"failed: {type(exc).__name__}: {exc}"[:200]
+
+
+def _reading(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _pair(name: str, now: float | None, before: float | None, why: dict[str, str],
+          reason: str | None = None) -> tuple[float | None, float | None] | None:
+    """The pair, None when both sides are missing; a derived field's reason is recorded as the field's."""
+    if now is None and before is None:
+        why[name] = reason or why.pop(f"{name}.now", None) or why.get(f"{name}.before", "no series")
+        why.pop(f"{name}.before", None)
+        return None
+    if reason is not None:
+        for side, value in (("now", now), ("before", before)):
+            if value is None:
+                why[f"{name}.{side}"] = reason
+    return now, before

@@ -1,0 +1,80 @@
+"""Run the checklist over the evidence and rank the causes.
+
+Order: suspected causes first, then unknown, then clear. Among the suspected,
+a cause that another suspected cause explains (`Rule.explains`: a rollout
+explains cold caches, one bad pod explains a slower pool) ranks after the
+causes that are not explained; then the higher score first; then checklist
+order. The top cause is the first suspected one, or None: a healthy,
+unchanged service has none, and then no `RootCauseSuspected` event is due.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .evidence import Evidence
+from .rules import CLEAR, RULES, SUSPECTED, UNKNOWN, Finding, Rule, evaluate
+
+#: Kubernetes truncates event messages at 1 KiB; stay under it
+MAX_MESSAGE_CHARS = 1000
+_STATUS_ORDER = {SUSPECTED: 0, UNKNOWN: 1, CLEAR: 2}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The ranked findings, the top cause, and the event's message."""
+
+    findings: tuple[Finding, ...]
+    #: the first suspected cause, or None when nothing is suspected
+    top: Finding | None
+    #: the `RootCauseSuspected` message, or None when nothing is suspected
+    message: str | None
+
+    @property
+    def suspected(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.status == SUSPECTED)
+
+    def to_status(self) -> list[dict[str, Any]]:
+        """The ranked list for `status.diagnosis`: one entry per cause."""
+        return [f.to_json() for f in self.findings]
+
+    def to_json(self) -> dict[str, Any]:
+        """The whole diagnosis, JSON-safe (the CLI's `--json`, the snapshot)."""
+        return {"top": self.top.cause if self.top else None, "message": self.message, "findings": self.to_status()}
+
+
+def diagnose(evidence: Evidence | Mapping[str, Any] | None, rules: tuple[Rule, ...] = RULES) -> Diagnosis:
+    """Every rule's finding on `evidence`, ranked. Never raises: evidence that is not an
+    `Evidence` is read as JSON (`Evidence.from_json`), and a rule that fails says unknown."""
+    if not isinstance(evidence, Evidence):
+        evidence = Evidence.from_json(evidence)
+    findings = [evaluate(rule, evidence) for rule in rules]
+    ranked = rank(findings, rules)
+    top = ranked[0] if ranked and ranked[0].status == SUSPECTED else None
+    return Diagnosis(tuple(ranked), top, event_message(ranked, rules) if top else None)
+
+
+def rank(findings: list[Finding], rules: tuple[Rule, ...] = RULES) -> list[Finding]:
+    """Suspected (unexplained before explained, then by score), unknown, clear; ties in checklist order."""
+    order = {rule.cause: i for i, rule in enumerate(rules)}
+    suspected = {f.cause for f in findings if f.status == SUSPECTED}
+    explained = {cause for rule in rules if rule.cause in suspected for cause in rule.explains}
+
+    def key(f: Finding) -> tuple:
+        return (_STATUS_ORDER.get(f.status, 3), f.cause in explained, -f.score, order.get(f.cause, len(order)))
+
+    return sorted(findings, key=key)
+
+
+def event_message(ranked: list[Finding], rules: tuple[Rule, ...] = RULES) -> str | None:
+    """`Cache failure suspected: kv cache 97% used, ...; hit rate 0.31 (was 0.82). Also suspected: ...`"""
+    suspected = [f for f in ranked if f.status == SUSPECTED]
+    if not suspected:
+        return None
+    titles = {rule.cause: rule.title for rule in rules}
+    top = suspected[0]
+    text = f"{titles.get(top.cause, top.cause)} suspected ({top.cause}): {top.summary}"
+    if len(suspected) > 1:
+        text += ". Also suspected: " + ", ".join(f"{f.cause} ({f.summary})" for f in suspected[1:])
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS - 3] + "..."

@@ -1,0 +1,140 @@
+"""Ranking (`diagnosis/rank.py`): the right top cause for each of the seven, none on the control,
+and a RootCauseSuspected message that carries the numbers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from diagnosis_cases import CAUSE_EVIDENCE, CONTROL
+from forescale_operator.diagnosis import CAUSES, CLEAR, SUSPECTED, UNKNOWN, Evidence, Finding, diagnose
+from forescale_operator.diagnosis.evidence import FLAG_FIELDS, PAIR_FIELDS, POD_FIELDS, VALUE_FIELDS
+from forescale_operator.diagnosis.rank import MAX_MESSAGE_CHARS, rank
+from forescale_operator.reasons import Reason, event_type
+
+
+def test_the_control_suspects_nothing():
+    diagnosis = diagnose(CONTROL)
+    assert diagnosis.top is None and diagnosis.message is None
+    assert [f.status for f in diagnosis.findings] == [CLEAR] * len(CAUSES)
+
+
+@pytest.mark.parametrize("cause", list(CAUSE_EVIDENCE))
+def test_the_top_cause_is_the_injected_one(cause):
+    diagnosis = diagnose(CAUSE_EVIDENCE[cause])
+    assert diagnosis.top is not None and diagnosis.top.cause == cause, diagnosis.to_json()
+    assert diagnosis.findings[0] is diagnosis.top
+    assert diagnosis.message.split(":")[0].endswith(f"suspected ({cause})")
+
+
+# the confounders each case carries: the other rules that fire too, ranked below the injected cause
+ALSO_SUSPECTED = {
+    "memory-pressure": {"bad-pod", "cache-failure"},
+    "rollout": {"degraded-pods", "cache-failure"},
+    "request-mix": {"degraded-pods", "cache-failure"},
+}
+
+
+@pytest.mark.parametrize("cause,others", sorted(ALSO_SUSPECTED.items()))
+def test_a_cause_ranks_above_what_it_explains(cause, others):
+    diagnosis = diagnose(CAUSE_EVIDENCE[cause])
+    suspected = [f.cause for f in diagnosis.suspected]
+    assert suspected[0] == cause and set(suspected[1:]) == others
+    assert "Also suspected: " in diagnosis.message and all(o in diagnosis.message for o in others)
+
+
+def test_one_bad_pod_of_two_outranks_the_slower_pool_it_causes():
+    # with two pods, one 3x slower lifts the pool's per-item compute past the degraded threshold too
+    evidence = replace(CONTROL, pod_p99_ms={"chat-a-1": 120.0, "chat-a-2": 400.0}, compute_per_item_ms=(9.0, 5.0))
+    diagnosis = diagnose(evidence)
+    assert [f.cause for f in diagnosis.suspected] == ["bad-pod", "degraded-pods"]
+
+
+MESSAGES = {
+    "cache-failure": "Cache failure suspected (cache-failure): kv cache 97% used, fragmentation 0.41 (was 0.08), "
+                     "kv hit rate 0.8 (was 0.82); hit rate 0.31 (was 0.82)",
+    "overload": "Overload suspected (overload): rate 210 rps (was 100); queue 40 items (was 2); "
+                "queue wait 80 ms (was 5); GPU 98% busy",
+    "degraded-pods": "Degraded pods suspected (degraded-pods): compute per item 12.5 ms (was 5); batch 12 items (was 8)",
+    "bad-pod": "One bad pod suspected (bad-pod): pod chat-a-3 p99 600 ms vs 122 ms median of the other 3",
+    "rollout": "Rollout suspected (rollout): new revision 4 min ago",
+    "request-mix": "Request mix changed suspected (request-mix): input 300 tokens (was 120); output 50 tokens (was 50)",
+    "memory-pressure": "Memory pressure suspected (memory-pressure): 1 container(s) OOMKilled; 1 restart(s); "
+                       "GPU memory 13.0 GiB (was 10.0 GiB)",
+}
+
+
+@pytest.mark.parametrize("cause", sorted(MESSAGES))
+def test_the_message_carries_the_numbers(cause):
+    message = diagnose(CAUSE_EVIDENCE[cause]).message
+    assert message.startswith(MESSAGES[cause]), message
+    assert len(message) <= MAX_MESSAGE_CHARS
+
+
+def test_the_message_is_cut_under_the_event_limit():
+    pods = {f"chat-a-{'x' * 200}-{i}": 100.0 for i in range(9)} | {"chat-a-" + "y" * 900: 900.0}
+    message = diagnose(replace(CAUSE_EVIDENCE["rollout"], pod_p99_ms=pods)).message
+    assert len(message) == MAX_MESSAGE_CHARS and message.endswith("...")
+
+
+def test_unknown_ranks_between_suspected_and_clear():
+    evidence = replace(CAUSE_EVIDENCE["overload"], revision_changed=None, input_tokens_mean=None)
+    statuses = [f.status for f in diagnose(evidence).findings]
+    assert statuses[0] == SUSPECTED
+    assert statuses == sorted(statuses, key=[SUSPECTED, UNKNOWN, CLEAR].index)
+    assert {f.cause for f in diagnose(evidence).findings if f.status == UNKNOWN} == {"rollout", "request-mix"}
+
+
+def test_ties_keep_checklist_order():
+    findings = [Finding("rollout", SUSPECTED, 0.7), Finding("overload", SUSPECTED, 0.7), Finding("bad-pod", CLEAR)]
+    assert [f.cause for f in rank(findings)] == ["overload", "rollout", "bad-pod"]
+
+
+def test_the_status_list_is_json_with_one_entry_per_cause():
+    diagnosis = diagnose(CAUSE_EVIDENCE["cache-failure"])
+    status = diagnosis.to_status()
+    assert [e["cause"] for e in status] == [f.cause for f in diagnosis.findings]
+    assert sorted(e["cause"] for e in status) == sorted(CAUSES)
+    assert set(status[0]) == {"cause", "status", "score", "summary", "missing"}
+    assert diagnosis.to_json()["top"] == "cache-failure"
+
+
+@pytest.mark.parametrize("raw", [None, "garbage", 42, {"rate_rps": "fast"}, {"pod_p99_ms": [1, 2]}], ids=repr)
+def test_anything_that_is_not_evidence_is_diagnosed_as_unknown_not_raised(raw):
+    diagnosis = diagnose(raw)
+    assert diagnosis.top is None
+    assert {f.status for f in diagnosis.findings} == {UNKNOWN}
+
+
+def test_the_reason_is_registered_as_a_warning():
+    assert Reason.ROOT_CAUSE_SUSPECTED.value == "RootCauseSuspected"
+    assert event_type(Reason.ROOT_CAUSE_SUSPECTED) == "Warning"
+
+
+_junk = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 10**6),
+                  st.booleans(), st.text(max_size=3))
+_pairs = st.one_of(st.none(), st.tuples(_junk, _junk), st.lists(_junk, max_size=3), _junk)
+
+
+@st.composite
+def _evidence(draw):
+    kwargs = {name: draw(_pairs) for name in PAIR_FIELDS}
+    kwargs |= {name: draw(_junk) for name in VALUE_FIELDS + FLAG_FIELDS}
+    kwargs |= {name: draw(st.one_of(st.none(), st.dictionaries(st.text(max_size=4), _junk, max_size=5), _junk))
+               for name in POD_FIELDS}
+    return Evidence(**kwargs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_evidence())
+def test_any_evidence_at_all_gives_a_well_formed_diagnosis(evidence):
+    diagnosis = diagnose(evidence)
+    assert sorted(f.cause for f in diagnosis.findings) == sorted(CAUSES)
+    assert all(f.status in (SUSPECTED, CLEAR, UNKNOWN) and math.isfinite(f.score) for f in diagnosis.findings)
+    assert (diagnosis.top is None) == (not diagnosis.suspected) == (diagnosis.message is None)
+    ranks = [[SUSPECTED, UNKNOWN, CLEAR].index(f.status) for f in diagnosis.findings]
+    assert ranks == sorted(ranks)
