@@ -83,9 +83,11 @@ def decide(
     elif inc.stage is not None:
         _advance_incident(spec, tick, check, obs, models["a"], limit, now, params)
 
+    h_now = _missed_health(obs, models["a"], precision["a"], target, params)
+
     # 4. Overload: outside an incident, B's reserve takes what A's ready pods cannot, until they can.
     if tick.incident.stage is None and not tick.finished_incident:
-        cap_a = models["a"].capacity(target, params.speed(precision["a"]), health=1.0)
+        cap_a = models["a"].capacity(target, params.speed(precision["a"]), health=h_now)
         weight_b, actions, events = playbook.overload_shift(
             spec, obs, tick.weight_b, obs.a.ready_replicas * cap_a, cap_b, params)
         tick.weight_b = weight_b
@@ -102,7 +104,7 @@ def decide(
     runtime_a = tick.incident.runtime_precision_a
     prec_a = runtime_a or spec.a.precision
     in_incident = tick.incident.stage is not None
-    h = models["a"].health if in_incident else 1.0
+    h = models["a"].health if in_incident else h_now
     cap_a = models["a"].capacity(target, params.speed(prec_a), health=h)
     weights = {"a": 100 - tick.weight_b, "b": tick.weight_b}
     share_a = weights["a"]
@@ -181,6 +183,21 @@ def _health(obs: Observations, model: PoolModel, precision: str, target: float, 
         load = min(load, 1.0)
     recent = (loads + (load,))[-params.breach_window_ticks:]
     return triggers.Health(latency, per_pod, predicted, capacity, sigma=model.sigma, loads=recent)
+
+
+def _missed_health(obs: Observations, model: PoolModel, precision: str, target: float, params: EngineParams) -> float:
+    """The health outside an incident: what A's pods show while they miss the target, else 1.
+
+    A miss that starts no playbook (a burst inside the step, a knee sharper than the model's, a
+    slowdown too small to call) still shows the pods carry less than the healthy curve says: it is
+    an overload at the health they show, answered by B's reserve at once and by pods. This tick's
+    own h, not only the smoothed one: the smoothed h halves the answer to the miss in front of it.
+    """
+    a = obs.a
+    if a.latency_ms is None or not a.latency_ms > target or not a.ready_replicas or not a.rate_rps:
+        return 1.0
+    speed = params.speed(a.precision or precision)
+    return max(model.health, model.seen_health(a.rate_rps / a.ready_replicas, a.latency_ms, speed, params.model))
 
 
 def _start_incident(spec: InferenceSpec, tick: Tick, check: triggers.TriggerCheck, obs: Observations,

@@ -215,7 +215,8 @@ def test_a_deviation_needs_its_ticks_in_a_row_without_draining(tick, ratios, sta
     s.warm()
     started = False
     for r in ratios:
-        d = s.at(healthy_ms(37.5) * r)
+        per_pod = 300.0 * s.state.weights["a"] / 100 / 8  # A's share (an overload shift moves some to B)
+        d = s.at(healthy_ms(per_pod) * r)
         started |= Reason.EMERGENCY_STARTED in reasons(d)
     assert started is starts
 
@@ -233,6 +234,19 @@ def test_a_queue_the_model_allows_at_this_load_is_the_loads(tick, queues, fires)
         d = s.at(healthy_ms(37.5) * 1.9, a_extra={"queue_depth": q})
         fired |= any(e.reason is Reason.EMERGENCY_STARTED and "queue grew" in e.message for e in d.events)
     assert fired is fires
+
+
+@pytest.mark.parametrize("latency_ratio, answered", [
+    (1.9, True),   # over the target, under the trigger ratio: the pods carry less than the curve says
+    (1.5, False),  # slower, but within the target: nobody is hurt, the healthy curve sizes
+])
+def test_a_miss_that_starts_no_playbook_is_an_overload_at_the_pods_health(tick, latency_ratio, answered):
+    s = Scenario(tick)
+    s.warm()
+    d = s.at(healthy_ms(37.5) * latency_ratio)  # 37.5 of the model's 50 rps per pod: no overload when healthy
+    assert Reason.EMERGENCY_STARTED not in reasons(d)
+    assert (Reason.OVERLOAD in reasons(d)) is answered
+    assert (d.desired_replicas["a"] > 8) is answered
 
 
 # -- rule 2: sizing -------------------------------------------------------------------
