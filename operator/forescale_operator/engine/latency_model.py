@@ -278,13 +278,9 @@ class PoolModel:
             p11 = self.p[3]  # x1 is held at 0: its variance stays what the prior set
         return replace(self, p=(p00 * d0 * d0, p01 * d0, p02 * d0 * d2, p11, p12 * d2, p22 * d2 * d2))
 
-    def seen_health(self, rate: float, latency_ms: float, speed: float, mp: ModelParams) -> float:
-        """The h this one sample shows, bounded to [1, max_slowdown]."""
-        return min(mp.max_slowdown, max(1.0, self.solve_health(rate, latency_ms, speed)))
-
     def track_health(self, rate: float, latency_ms: float, speed: float, mp: ModelParams) -> "PoolModel":
-        """Move h towards what this sample shows."""
-        seen = self.seen_health(rate, latency_ms, speed, mp)
+        """Move h towards what this sample shows (bounded to [1, max_slowdown])."""
+        seen = min(mp.max_slowdown, max(1.0, self.solve_health(rate, latency_ms, speed)))
         return replace(self, health=self.health + mp.health_smoothing * (seen - self.health))
 
     def _kalman(self, h: tuple[float, float, float], observed: float, noise: float,

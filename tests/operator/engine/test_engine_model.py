@@ -243,10 +243,14 @@ def test_a_queue_the_model_allows_at_this_load_is_the_loads(tick, queues, fires)
 def test_a_miss_that_starts_no_playbook_is_an_overload_at_the_pods_health(tick, latency_ratio, answered):
     s = Scenario(tick)
     s.warm()
-    d = s.at(healthy_ms(37.5) * latency_ratio)  # 37.5 of the model's 50 rps per pod: no overload when healthy
-    assert Reason.EMERGENCY_STARTED not in reasons(d)
-    assert (Reason.OVERLOAD in reasons(d)) is answered
-    assert (d.desired_replicas["a"] > 8) is answered
+    seen, most = set(), 8
+    for _ in range(4):  # 37.5 of the model's 50 rps per pod: no overload while healthy
+        d = s.at(healthy_ms(37.5) * latency_ratio)
+        seen |= set(reasons(d))
+        most = max(most, d.desired_replicas["a"])
+    assert Reason.EMERGENCY_STARTED not in seen
+    assert (Reason.OVERLOAD in seen) is answered
+    assert (most > 8) is answered
 
 
 # -- rule 2: sizing -------------------------------------------------------------------
