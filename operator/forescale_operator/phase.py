@@ -38,6 +38,3 @@ class ConditionType(str, Enum):
     FORECAST_READY = "ForecastReady"
     EMERGENCY = "Emergency"
 
-
-#: phases during which traffic is (or may be) split away from pool A
-INCIDENT_PHASES = frozenset({Phase.EMERGENCY, Phase.RECOVERING, Phase.CUTTING_BACK})

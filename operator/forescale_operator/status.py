@@ -55,10 +55,6 @@ class StatusUpdate:
     def phase(self, phase: Phase) -> None:
         self._set("phase", phase.value)
 
-    @property
-    def current_phase(self) -> str | None:
-        return self._patch.get("phase", self._current.get("phase"))
-
     def condition(self, ctype: ConditionType, status: bool | None, reason: str, message: str) -> None:
         old = self._conditions.get(ctype.value, {})
         value = _tristate(status)

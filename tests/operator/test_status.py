@@ -49,4 +49,4 @@ def test_weights_must_sum_to_one_hundred():
     import pytest
     with pytest.raises(ValueError, match="sum to 100"):
         Weights(70, 20)
-    assert str(Weights.to_b(30)) == "70/30"
+    assert str(Weights(70, 30)) == "70/30"
