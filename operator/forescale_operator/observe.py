@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from .actuators import Actuators
 from .actuators.deployments import PoolReadiness
 from .children import Owner
-from .phase import ConditionType, Phase
+from .phase import Phase
+from .reasons import ConditionReason, ConditionType
 from .spec import InferenceSpec
 from .status import StatusUpdate
 from .weights import Weights
@@ -50,6 +51,7 @@ def record(update: StatusUpdate, spec: InferenceSpec, seen: Observation, *, set_
     if seen.weights is not None:
         update.weights(seen.weights)
     serving = seen.a.exists and seen.a.ready >= 1 and seen.weights is not None
-    update.condition(ConditionType.READY, serving, "PoolsReady" if serving else "PoolsNotReady", seen.summary())
+    update.condition(ConditionType.READY, serving,
+                     ConditionReason.POOLS_READY if serving else ConditionReason.POOLS_NOT_READY, seen.summary())
     if set_phase:
         update.phase(seen.phase)

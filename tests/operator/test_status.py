@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from forescale_operator.phase import ConditionType, Phase
+from forescale_operator.phase import Phase
+from forescale_operator.reasons import ConditionType
 from forescale_operator.status import StatusUpdate
 from forescale_operator.weights import Weights
 
