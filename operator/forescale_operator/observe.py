@@ -9,6 +9,7 @@ from .actuators.deployments import PoolReadiness
 from .children import Owner
 from .phase import Phase
 from .reasons import ConditionReason, ConditionType
+from .routers.base import Router
 from .spec import InferenceSpec
 from .status import StatusUpdate
 from .weights import Weights
@@ -31,20 +32,25 @@ class Observation:
             return Phase.SCALING
         return Phase.STABLE
 
+    @property
+    def complete(self) -> bool:
+        """Both Deployments exist and are this resource's, and the route carries a split."""
+        return self.a.exists and self.b.exists and self.a.owned and self.b.owned and self.weights is not None
+
     def summary(self) -> str:
         return f"a {self.a.ready}/{self.a.desired} ready, b {self.b.ready}/{self.b.desired} ready"
 
 
-async def observe(actuators: Actuators, owner: Owner, spec: InferenceSpec) -> Observation:
+async def observe(actuators: Actuators, owner: Owner, router: Router) -> Observation:
     """Re-read both Deployments and the route's split."""
     a = await actuators.read_pool(owner, "a")
     b = await actuators.read_pool(owner, "b")
-    weights = await actuators.get_weights(owner, spec.traffic)
+    weights = await actuators.get_weights(owner, router)
     return Observation(a, b, weights)
 
 
 def record(update: StatusUpdate, spec: InferenceSpec, seen: Observation, *, set_phase: bool = True) -> None:
-    """Write what was observed into status: pools, weights, Ready and (unless an incident owns it) the phase."""
+    """Write what was observed into status: pools, weights, Ready and (unless the engine owns it) the phase."""
     for name, pool in (("a", seen.a), ("b", seen.b)):
         pool_spec = spec.pool(name)
         update.pool(name, replicas=pool.replicas, ready=pool.ready, desired=pool.desired, precision=pool_spec.precision)

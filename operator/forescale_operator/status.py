@@ -113,6 +113,13 @@ class StatusUpdate:
         resumes the same step. A string keeps the CRD's status schema structural and closed."""
         self._set("engine", json.dumps(state, sort_keys=True, separators=(",", ":")))
 
+    def undone(self) -> "StatusUpdate":
+        """The update that puts back what this one changes, once it has been written (a write-ahead undone)."""
+        written = {**self._current, **self.patch}
+        back = StatusUpdate(written, self._generation)
+        back._patch = {key: copy.deepcopy(self._current.get(key)) for key in self._patch}
+        return back
+
     @property
     def patch(self) -> dict[str, Any]:
         patch = copy.deepcopy(self._patch)
