@@ -17,7 +17,7 @@ from typing import Any, Iterator, Mapping
 
 import kopf
 
-from . import operator_metrics
+from . import telemetry
 from .actuators import Actuators
 from .children import Owner
 from .config import Config
@@ -29,7 +29,6 @@ from .handlers.tick import TickContext, TickDeps, tick
 from .kube.errors import ApiError
 from .kube.http import Connection, HttpKubeApi
 from .peering import prepare_peering
-from .telemetry import OperatorMetrics
 
 GROUP, VERSION, PLURAL = "forescale.io", "v1alpha1", "inferencedeployments"
 FINALIZER = "forescale.io/finalizer"
@@ -72,7 +71,7 @@ def make_forecast_loop(config: Config, api: HttpKubeApi) -> ForecastLoop:
     from .forecast_loop.forecaster import PredictorForecastSource
 
     return ForecastLoop(bindings=Bindings(prometheus_url=config.prometheus_url, admin_secret=config.admin_token_secret),
-                        forecasts=PredictorForecastSource(api), telemetry=OperatorMetrics(REGISTRY))
+                        forecasts=PredictorForecastSource(api), telemetry=telemetry.OperatorMetrics(REGISTRY))
 
 
 @kopf.on.startup()
@@ -133,9 +132,9 @@ async def converge(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_
         try:
             summary = await reconcile(raw, _deps(memo, raw))
         except ApiError:
-            operator_metrics.RECONCILES.labels("retry").inc()
+            telemetry.RECONCILES.labels("retry").inc()
             raise
-    operator_metrics.RECONCILES.labels("invalid" if summary.startswith("invalid") else "ok").inc()
+    telemetry.RECONCILES.labels("invalid" if summary.startswith("invalid") else "ok").inc()
     logger.info(summary)
 
 
@@ -150,25 +149,25 @@ async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, lo
     due = time.monotonic()
     while not stopped:
         started = time.monotonic()
-        operator_metrics.TICK_LAG.observe(max(0.0, started - due))
+        telemetry.TICK_LAG.observe(max(0.0, started - due))
         raw = plain(body)
         step = _step_seconds(raw, config)
         try:
             summary = await tick(TickContext(raw), _deps(memo, raw))
-            operator_metrics.TICKS.labels("ok").inc()
+            telemetry.TICKS.labels("ok").inc()
             logger.debug(summary)
         except ApiError as exc:
             # The next tick is the retry: a tick is an observation, nothing is lost by skipping one.
-            operator_metrics.TICKS.labels("error").inc()
+            telemetry.TICKS.labels("error").inc()
             logger.warning("tick failed, next in %gs: %s", step, exc)
             if exc.retry_after:
                 step = max(step, exc.retry_after)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a bug in one tick must not end this resource's loop for good
-            operator_metrics.TICKS.labels("error").inc()
+            telemetry.TICKS.labels("error").inc()
             logger.exception("tick failed unexpectedly, next in %gs", step)
-        operator_metrics.TICK_DURATION.observe(time.monotonic() - started)
+        telemetry.TICK_DURATION.observe(time.monotonic() - started)
         # Fixed rate: the next tick is due one step after this one was due, not one
         # step after it ended (the loop would drift by every tick's duration).
         due += step
