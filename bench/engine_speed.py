@@ -88,8 +88,9 @@ def main() -> int:
     state, i = steady_state, 0
     for i, lat in enumerate([450.0, 450.0] + [150.0] * 40):
         now = t + 15.0 * i
-        state = decide(SPEC, state, _obs(now, lat, state.weights), FC_STEADY, now, PARAMS).state
-        if state.phase.value == "CuttingBack":
+        decision = decide(SPEC, state, _obs(now, lat, state.weights), FC_STEADY, now, PARAMS)
+        state = decision.state
+        if decision.phase.value == "CuttingBack":
             break
     status = json.loads(json.dumps(state.to_status()))
     later = t + 15.0 * (i + 1)

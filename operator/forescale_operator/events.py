@@ -70,8 +70,3 @@ class RecordingEvents:
     @property
     def reasons(self) -> list[str]:
         return [r for _, r, _ in self.events]
-
-
-class NoEvents:
-    async def post(self, reason: Reason, message: str) -> None:
-        return None

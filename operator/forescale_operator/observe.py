@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from .actuators import Actuators
 from .actuators.deployments import PoolReadiness
 from .children import Owner
-from .phase import ConditionType, Phase
+from .phase import Phase
+from .reasons import ConditionReason, ConditionType
+from .routers.base import Router
 from .spec import InferenceSpec
 from .status import StatusUpdate
 from .weights import Weights
@@ -30,26 +32,32 @@ class Observation:
             return Phase.SCALING
         return Phase.STABLE
 
+    @property
+    def complete(self) -> bool:
+        """Both Deployments exist and are this resource's, and the route carries a split."""
+        return self.a.exists and self.b.exists and self.a.owned and self.b.owned and self.weights is not None
+
     def summary(self) -> str:
         return f"a {self.a.ready}/{self.a.desired} ready, b {self.b.ready}/{self.b.desired} ready"
 
 
-async def observe(actuators: Actuators, owner: Owner, spec: InferenceSpec) -> Observation:
+async def observe(actuators: Actuators, owner: Owner, router: Router) -> Observation:
     """Re-read both Deployments and the route's split."""
     a = await actuators.read_pool(owner, "a")
     b = await actuators.read_pool(owner, "b")
-    weights = await actuators.get_weights(owner, spec.traffic)
+    weights = await actuators.get_weights(owner, router)
     return Observation(a, b, weights)
 
 
 def record(update: StatusUpdate, spec: InferenceSpec, seen: Observation, *, set_phase: bool = True) -> None:
-    """Write what was observed into status: pools, weights, Ready and (unless an incident owns it) the phase."""
+    """Write what was observed into status: pools, weights, Ready and (unless the engine owns it) the phase."""
     for name, pool in (("a", seen.a), ("b", seen.b)):
         pool_spec = spec.pool(name)
         update.pool(name, replicas=pool.replicas, ready=pool.ready, desired=pool.desired, precision=pool_spec.precision)
     if seen.weights is not None:
         update.weights(seen.weights)
     serving = seen.a.exists and seen.a.ready >= 1 and seen.weights is not None
-    update.condition(ConditionType.READY, serving, "PoolsReady" if serving else "PoolsNotReady", seen.summary())
+    update.condition(ConditionType.READY, serving,
+                     ConditionReason.POOLS_READY if serving else ConditionReason.POOLS_NOT_READY, seen.summary())
     if set_phase:
         update.phase(seen.phase)

@@ -1,12 +1,17 @@
-"""The status vocabulary: phases and condition types (DESIGN.md §2).
+"""The phases of an InferenceDeployment (DESIGN.md §2).
 
-Plain enums with no kopf or kubernetes import, shared by the decision engine,
-the status writer and the simulator.
+A plain enum with no kopf or kubernetes import, shared by the decision
+engine, the status writer and the simulator. Condition types and reasons are
+in `reasons.py`.
 """
 
 from __future__ import annotations
 
 from enum import Enum
+
+# Only for the decision engine's `from forescale_operator.phase import ConditionType` (engine/report.py);
+# everything else imports it from reasons.py, where it is defined.
+from .reasons import ConditionType  # noqa: F401
 
 
 class Phase(str, Enum):
@@ -28,16 +33,3 @@ class Phase(str, Enum):
     DEGRADED = "Degraded"
     #: the spec cannot be acted on; see the InvalidSpec event
     INVALID = "Invalid"
-
-
-class ConditionType(str, Enum):
-    """Typed conditions in status.conditions. Each starts as Unknown."""
-
-    READY = "Ready"
-    METRICS_AVAILABLE = "MetricsAvailable"
-    FORECAST_READY = "ForecastReady"
-    EMERGENCY = "Emergency"
-
-
-#: phases during which traffic is (or may be) split away from pool A
-INCIDENT_PHASES = frozenset({Phase.EMERGENCY, Phase.RECOVERING, Phase.CUTTING_BACK})

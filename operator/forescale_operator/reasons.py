@@ -1,8 +1,13 @@
-"""Every Kubernetes event reason Forescale posts, in one place (DESIGN.md §2).
+"""The status vocabulary's words, in one place (DESIGN.md §2), the way KEDA keeps its condition types and reasons.
 
-Each event's message states the numbers behind it, for example
-`Shift 30% to chat-b: p99 412 ms > 2.0 x SLO 200 ms; b ready capacity 140 rps`.
-Events are posted on transitions, not on every tick.
+- `Reason`: every Kubernetes event reason Forescale posts. Each event's
+  message states the numbers behind it, for example
+  `Shift 30% to chat-b: p99 412 ms > 2.0 x SLO 200 ms; b ready capacity 140 rps`.
+  Events are posted on transitions, not on every tick.
+- `ConditionType`: the typed conditions of `status.conditions`.
+- `ConditionReason`: why a condition the operator writes has its status.
+
+The phases are in `phase.py`.
 """
 
 from __future__ import annotations
@@ -69,3 +74,38 @@ WARNING_REASONS = frozenset(
 def event_type(reason: Reason) -> str:
     """`Warning` or `Normal`, as Kubernetes events spell it."""
     return "Warning" if reason in WARNING_REASONS else "Normal"
+
+
+class ConditionType(str, Enum):
+    """Typed conditions in status.conditions. Each starts as Unknown (`ConditionReason.NOT_OBSERVED`)."""
+
+    READY = "Ready"
+    METRICS_AVAILABLE = "MetricsAvailable"
+    FORECAST_READY = "ForecastReady"
+    EMERGENCY = "Emergency"
+
+
+class ConditionReason(str, Enum):
+    """The `reason` of a condition written outside the decision engine.
+
+    The engine names its own (engine/report.py): the phase for Ready,
+    `MetricsRead`/`MetricsUnavailable`, `ModelReady`/`Fallback`/`NoForecast`,
+    `NoIncident`; the operator writes those it passes on unchanged.
+    """
+
+    #: any condition before the operator has observed it
+    NOT_OBSERVED = "NotObserved"
+    #: Ready=True: pool A has a ready replica and the route exists
+    POOLS_READY = "PoolsReady"
+    #: Ready=False: pool A has no ready replica yet, or the route is missing
+    POOLS_NOT_READY = "PoolsNotReady"
+    #: MetricsAvailable=True: this tick's latency and rate were read
+    METRICS_READ = "MetricsRead"
+    #: MetricsAvailable=False: the metric source could not answer (down, timing out, no series); replicas are held
+    METRICS_UNAVAILABLE = "MetricsUnavailable"
+    #: MetricsAvailable=Unknown: no Prometheus URL, neither operator-wide nor in the spec; only readiness is kept
+    NO_METRIC_SOURCE = "NoMetricSource"
+    #: ForecastReady=False: the model the spec names was refused; the packaged default forecasts meanwhile
+    MODEL_REJECTED = "ModelRejected"
+    #: ForecastReady=False: the forecaster has nothing to forecast from yet; the engine sizes on the observed rate
+    NO_FORECAST = "NoForecast"

@@ -17,11 +17,13 @@ from typing import Any, Iterator, Mapping
 
 import kopf
 
-from . import operator_metrics
+from . import telemetry
 from .actuators import Actuators
 from .children import Owner
 from .config import Config
 from .events import KubeEvents
+from .forecast_loop.binding import Bindings
+from .forecast_loop.loop import ForecastLoop
 from .handlers.reconcile import reconcile
 from .handlers.tick import TickContext, TickDeps, tick
 from .kube.errors import ApiError
@@ -57,19 +59,19 @@ def retrying() -> Iterator[None]:
 def _deps(memo: kopf.Memo, body: Mapping[str, Any]) -> TickDeps:
     api: HttpKubeApi = memo.api
     events = KubeEvents(api, Owner.from_body(body), instance=memo.config.pod_name)
-    return TickDeps(api=api, actuators=Actuators(api), events=events, **memo.get("loop_seams", {}))
+    return TickDeps(api=api, actuators=Actuators(api), events=events, loop=memo.loop)
 
 
-def _loop_seams(config: Config) -> dict[str, Any]:
-    """The forecast loop (Prometheus -> predictor -> engine -> actuators) behind the tick's seams."""
+def make_forecast_loop(config: Config, api: HttpKubeApi) -> ForecastLoop:
+    """The loop behind every tick: Prometheus (the operator-wide URL unless a spec names one), the predictor,
+    the admin token Secret, and the operator's metrics on the served registry."""
     from prometheus_client import REGISTRY
 
-    from .forecast_loop import make_loop_seams
-    from .telemetry import OperatorMetrics
+    # The predictor's model code loads here, once, not when the handlers are imported.
+    from .forecast_loop.forecaster import PredictorForecastSource
 
-    secret = "/".join(config.admin_token_secret) if config.admin_token_secret else None
-    return make_loop_seams(prometheus_url=config.prometheus_url, admin_token_secret=secret,
-                           telemetry=OperatorMetrics(REGISTRY))
+    return ForecastLoop(bindings=Bindings(prometheus_url=config.prometheus_url, admin_secret=config.admin_token_secret),
+                        forecasts=PredictorForecastSource(api), telemetry=telemetry.OperatorMetrics(REGISTRY))
 
 
 @kopf.on.startup()
@@ -77,10 +79,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     """Tune kopf and decide on peering. Runs before any watch starts."""
     config: Config = memo.config
     memo.api = HttpKubeApi(Connection.from_environment(user_agent=f"forescale-operator/{memo.identity}"))
-    if "loop_seams" not in memo:
-        memo.loop_seams = _loop_seams(config)
-    if "forecaster" in memo.loop_seams:
-        memo.loop_seams["forecaster"].api = memo.api
+    if "loop" not in memo:
+        memo.loop = make_forecast_loop(config, memo.api)
     settings.persistence.finalizer = FINALIZER
     # Keep kopf's bookkeeping in annotations: the CRD's status schema is complete and would prune status.kopf.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="forescale.io")
@@ -132,9 +132,9 @@ async def converge(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_
         try:
             summary = await reconcile(raw, _deps(memo, raw))
         except ApiError:
-            operator_metrics.RECONCILES.labels("retry").inc()
+            telemetry.RECONCILES.labels("retry").inc()
             raise
-    operator_metrics.RECONCILES.labels("invalid" if summary.startswith("invalid") else "ok").inc()
+    telemetry.RECONCILES.labels("invalid" if summary.startswith("invalid") else "ok").inc()
     logger.info(summary)
 
 
@@ -149,25 +149,25 @@ async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, lo
     due = time.monotonic()
     while not stopped:
         started = time.monotonic()
-        operator_metrics.TICK_LAG.observe(max(0.0, started - due))
+        telemetry.TICK_LAG.observe(max(0.0, started - due))
         raw = plain(body)
         step = _step_seconds(raw, config)
         try:
             summary = await tick(TickContext(raw), _deps(memo, raw))
-            operator_metrics.TICKS.labels("ok").inc()
+            telemetry.TICKS.labels("ok").inc()
             logger.debug(summary)
         except ApiError as exc:
             # The next tick is the retry: a tick is an observation, nothing is lost by skipping one.
-            operator_metrics.TICKS.labels("error").inc()
+            telemetry.TICKS.labels("error").inc()
             logger.warning("tick failed, next in %gs: %s", step, exc)
             if exc.retry_after:
                 step = max(step, exc.retry_after)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a bug in one tick must not end this resource's loop for good
-            operator_metrics.TICKS.labels("error").inc()
+            telemetry.TICKS.labels("error").inc()
             logger.exception("tick failed unexpectedly, next in %gs", step)
-        operator_metrics.TICK_DURATION.observe(time.monotonic() - started)
+        telemetry.TICK_DURATION.observe(time.monotonic() - started)
         # Fixed rate: the next tick is due one step after this one was due, not one
         # step after it ended (the loop would drift by every tick's duration).
         due += step
@@ -176,13 +176,9 @@ async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, lo
             due += step * math.floor(behind / step)
         await stopped.wait(max(0.0, due - time.monotonic()))
     if stopped.reason and stopped.reason & kopf.DaemonStoppingReason.RESOURCE_DELETED:
-        # Drop the deleted resource's history, memory and metric series (no dashboard ghosts);
-        # on a pause or an exit they are kept, the resource still exists.
-        owner = Owner.from_body(plain(body))
-        for seam in memo.get("loop_seams", {}).values():
-            forget = getattr(seam, "forget", None)
-            if forget is not None:
-                forget(owner)
+        # Drop the deleted resource's binding, history, memory, forecasts and metric series (no dashboard
+        # ghosts); on a pause or an exit they are kept, the resource still exists.
+        memo.loop.forget(Owner.from_body(plain(body)))
 
 
 def _phase(body: Mapping[str, Any], step: float) -> float:

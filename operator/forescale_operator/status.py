@@ -15,7 +15,8 @@ from typing import Any, Mapping
 
 from .kube.client import KubeApi
 from .kube.refs import INFERENCE_DEPLOYMENTS
-from .phase import ConditionType, Phase
+from .phase import Phase
+from .reasons import ConditionReason, ConditionType
 from .weights import Weights
 
 
@@ -38,7 +39,8 @@ class StatusUpdate:
         self._conditions_changed = False
         for ctype in ConditionType:
             if ctype.value not in self._conditions:
-                self._conditions[ctype.value] = {"type": ctype.value, "status": "Unknown", "reason": "NotObserved",
+                self._conditions[ctype.value] = {"type": ctype.value, "status": "Unknown",
+                                                 "reason": ConditionReason.NOT_OBSERVED.value,
                                                  "message": "not observed yet", "lastTransitionTime": _now()}
                 self._conditions_changed = True
 
@@ -55,13 +57,11 @@ class StatusUpdate:
     def phase(self, phase: Phase) -> None:
         self._set("phase", phase.value)
 
-    @property
-    def current_phase(self) -> str | None:
-        return self._patch.get("phase", self._current.get("phase"))
-
-    def condition(self, ctype: ConditionType, status: bool | None, reason: str, message: str) -> None:
+    def condition(self, ctype: ConditionType, status: bool | None, reason: ConditionReason | str, message: str) -> None:
+        """Set one condition; `reason` is a `ConditionReason`, or the engine's own word for it (engine/report.py)."""
         old = self._conditions.get(ctype.value, {})
         value = _tristate(status)
+        reason = reason.value if isinstance(reason, ConditionReason) else str(reason)
         new = {"type": ctype.value, "status": value, "reason": reason, "message": message,
                "lastTransitionTime": old.get("lastTransitionTime") if old.get("status") == value else _now()}
         if self._generation is not None:
@@ -112,6 +112,13 @@ class StatusUpdate:
         """The decision engine's memory (`EngineState.to_status()`) as compact JSON, so a restart
         resumes the same step. A string keeps the CRD's status schema structural and closed."""
         self._set("engine", json.dumps(state, sort_keys=True, separators=(",", ":")))
+
+    def undone(self) -> "StatusUpdate":
+        """The update that puts back what this one changes, once it has been written (a write-ahead undone)."""
+        written = {**self._current, **self.patch}
+        back = StatusUpdate(written, self._generation)
+        back._patch = {key: copy.deepcopy(self._current.get(key)) for key in self._patch}
+        return back
 
     @property
     def patch(self) -> dict[str, Any]:

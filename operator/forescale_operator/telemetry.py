@@ -1,5 +1,10 @@
-"""The operator's own Prometheus metrics: forecast per resource and horizon step,
-desired and ready replicas, weights, phase, decision time and forecast error.
+"""The operator's own Prometheus metrics, served on FORESCALE_METRICS_PORT.
+
+- `OperatorMetrics`: per resource, the forecast per horizon step, desired and
+  ready replicas, weights, phase, decision time and forecast error (the tick's
+  report step writes them);
+- the counters of handler runs and ticks, with the ticks' lag and duration
+  (registration.py counts them), process-wide.
 
 The chart's dashboard and alert rules query exactly these names
 (charts/forescale/files/); renaming one breaks them, and tests/chart checks
@@ -10,9 +15,21 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from forescale_operator.phase import Phase
+
+_SECONDS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+#: create/update/resume handler runs, by result (ok, invalid, retry)
+RECONCILES = Counter("forescale_operator_reconciles_total", "Create/resume/update handler runs", ["result"])
+#: loop ticks run, by result (ok, error)
+TICKS = Counter("forescale_operator_ticks_total", "Loop ticks run", ["result"])
+#: how late each tick starts against its schedule (previous start + step); timers on schedule keep this near 0
+TICK_LAG = Histogram("forescale_operator_tick_lag_seconds", "Delay of a tick's start past its scheduled time",
+                     buckets=_SECONDS)
+#: wall time of one tick: API reads, Prometheus, forecast, engine, actions, status write (waits included)
+TICK_DURATION = Histogram("forescale_operator_tick_duration_seconds", "Wall time of one tick, waits included",
+                          buckets=_SECONDS)
 
 PHASES = tuple(p.value for p in Phase)
 _RESOURCE = ("namespace", "name")

@@ -14,10 +14,6 @@ class Weights:
         if not (0 <= self.a <= 100 and 0 <= self.b <= 100 and self.a + self.b == 100):
             raise ValueError(f"weights must be 0..100 and sum to 100, got a={self.a} b={self.b}")
 
-    @classmethod
-    def to_b(cls, percent: int) -> "Weights":
-        return cls(100 - percent, percent)
-
     def __str__(self) -> str:
         return f"{self.a}/{self.b}"
 

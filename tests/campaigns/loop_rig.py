@@ -1,9 +1,9 @@
 """The operator's forecast loop in-process, as `tests/operator/forecast_loop` drives it, plus what the
 fault campaign needs: swapping the metric source, "killing" the operator mid-tick and restarting it.
 
-A restart means what it means for the real process: fresh in-memory seams
-(metric history, actor memory, event sink, API client) and the same objects
-and status in the API server.
+A restart means what it means for the real process: a fresh `ForecastLoop`
+(bindings, metric history, memory), event sink and API client, and the same
+objects and status in the API server.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from typing import Any, Callable
 
 from forescale_operator.actuators import Actuators
 from forescale_operator.events import RecordingEvents
-from forescale_operator.forecast_loop import Actor, LoopForecaster, LoopMetrics
+from forescale_operator.forecast_loop.binding import Bindings
+from forescale_operator.forecast_loop.forecaster import PredictorForecastSource
+from forescale_operator.forecast_loop.loop import ForecastLoop
 from forescale_operator.handlers.deps import HandlerDeps
 from forescale_operator.handlers.reconcile import reconcile
 from forescale_operator.handlers.tick import TickContext, TickDeps, tick
@@ -114,9 +116,11 @@ class LoopRig:
         source = self.source
         return TickDeps(
             api=self.api, actuators=Actuators(self.api), events=events,
-            metrics=LoopMetrics("http://prom:9090", clock=self.clock, build=lambda url: source),
-            forecaster=LoopForecaster(loader=lambda _: make_baseline("last", step_seconds=5, horizon_seconds=30)),
-            decide=Actor(admin_token_secret=None, clock=self.clock, monotonic=self.clock.monotonic),
+            loop=ForecastLoop(
+                bindings=Bindings(prometheus_url="http://prom:9090", build=lambda url: source),
+                forecasts=PredictorForecastSource(loader=lambda _: make_baseline("last", step_seconds=5, horizon_seconds=30)),
+                clock=self.clock, monotonic=self.clock.monotonic,
+            ),
         )
 
     def restart(self) -> None:

@@ -1,5 +1,5 @@
 """The metric names the dashboard and alerts may use: the operator's
-(forescale_operator.telemetry and forescale_operator.operator_metrics) and the
+(forescale_operator.telemetry) and the
 model server's (DESIGN.md §4)."""
 
 import re
@@ -23,7 +23,7 @@ OPERATOR_METRICS = {
     "forescale_operator_metrics_available",
     "forescale_operator_cutback_step",
     "forescale_operator_phase_since_seconds",
-    # forescale_operator.operator_metrics: the loop's and handlers' counters
+    # forescale_operator.telemetry's process-wide counters: the loop's and handlers' runs
     "forescale_operator_ticks_total",
     "forescale_operator_reconciles_total",
 }

@@ -30,14 +30,13 @@ def _operator_scene() -> bytes:
 
 
 def _counters_scene() -> bytes:
-    """The loop's and handlers' counters (forescale_operator.operator_metrics).
+    """The loop's and handlers' counters (forescale_operator.telemetry's process-wide ones).
 
     They live in prometheus_client's process-wide registry; copies with the same names and
     labels are filled here, so other tests' counts are left alone.
     """
-    counters = pytest.importorskip("forescale_operator.operator_metrics")
     registry = CollectorRegistry()
-    for counter, results in ((counters.TICKS, {"ok": 3, "error": 1}), (counters.RECONCILES, {"ok": 1})):
+    for counter, results in ((telemetry.TICKS, {"ok": 3, "error": 1}), (telemetry.RECONCILES, {"ok": 1})):
         family = counter.describe()[0]
         copy = Counter(family.name, family.documentation, counter._labelnames, registry=registry)
         for result, count in results.items():

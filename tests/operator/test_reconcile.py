@@ -10,7 +10,10 @@ from forescale_operator.actuators import Actuators
 from forescale_operator.events import RecordingEvents
 from forescale_operator.handlers.deps import HandlerDeps
 from forescale_operator.handlers.reconcile import reconcile
+from forescale_operator.forecast_loop.binding import Bindings
+from forescale_operator.forecast_loop.loop import ForecastLoop
 from forescale_operator.handlers.tick import TickContext, TickDeps, tick
+from forescale_operator.readings.base import MetricSample, PoolSample
 
 
 def deps_for(api) -> tuple[HandlerDeps, RecordingEvents]:
@@ -166,14 +169,25 @@ async def test_retryable_api_errors_propagate_for_kopf_to_retry(cluster, api, ex
     assert child_names(cluster)["services"] == ["chat", "chat-a", "chat-b"]
 
 
-class FakeMetrics:
-    configured = True
+class ScriptedSource:
+    """A metric source (readings/base.py) answering `sample`, or unavailable with `error`."""
 
-    def __init__(self, data):
-        self.data = data
+    name = "scripted"
 
-    async def observe(self, owner, spec):
-        return self.data
+    def __init__(self, sample: PoolSample | None = None, error: str = "cannot reach Prometheus at http://prom:9090"):
+        self.pool, self.error = sample, error
+
+    def sample(self, namespace, name, spec, now):
+        if self.pool is None:
+            return MetricSample(time=now, available=False, error=self.error)
+        return MetricSample(time=now, available=True, pools={"a": self.pool, "b": PoolSample(rate_rps=0.0)},
+                            latency_ms=self.pool.latency_ms, rate_rps=self.pool.rate_rps)
+
+
+def reading_deps(api, events, source) -> TickDeps:
+    """A tick that reads `source` (as Prometheus) and forecasts nothing."""
+    loop = ForecastLoop(bindings=Bindings(prometheus_url="http://prom:9090", build=lambda url: source))
+    return TickDeps(api=api, actuators=Actuators(api), events=events, loop=loop)
 
 
 async def test_tick_keeps_status_true(cluster, api, example):
@@ -186,32 +200,43 @@ async def test_tick_keeps_status_true(cluster, api, example):
     assert "a 1/2 ready" in summary
 
 
+def metrics_condition(cluster) -> tuple[str, str, str]:
+    condition = next(c for c in current(cluster)["status"]["conditions"] if c["type"] == "MetricsAvailable")
+    return condition["status"], condition["reason"], condition["message"]
+
+
+async def test_tick_without_a_metric_source_keeps_status_true_and_says_so(cluster, api, example):
+    deps, events = deps_for(api)
+    await reconcile(apply(cluster, example()), deps)
+    await tick(TickContext(current(cluster)), TickDeps(api=api, actuators=Actuators(api), events=events))
+    assert metrics_condition(cluster) == ("Unknown", "NoMetricSource", "no metric source is configured")
+    assert "lastDecision" not in current(cluster)["status"] and events.reasons == ["PoolsCreated"]
+
+
 async def test_tick_without_metrics_posts_metrics_unavailable_once(cluster, api, example):
     deps, events = deps_for(api)
     await reconcile(apply(cluster, example()), deps)
-    tick_deps = TickDeps(api=api, actuators=Actuators(api), events=events, metrics=FakeMetrics(None))
+    tick_deps = reading_deps(api, events, ScriptedSource(None, error="cannot reach Prometheus at http://prom:9090"))
     await tick(TickContext(current(cluster)), tick_deps)
     await tick(TickContext(current(cluster)), tick_deps)
     assert events.reasons.count("MetricsUnavailable") == 1
-    metrics = next(c for c in current(cluster)["status"]["conditions"] if c["type"] == "MetricsAvailable")
-    assert (metrics["status"], metrics["reason"]) == ("False", "NoData")
+    assert metrics_condition(cluster) == ("False", "MetricsUnavailable",
+                                          "cannot reach Prometheus at http://prom:9090; replicas held")
+    assert current(cluster)["status"]["phase"] == "Degraded"
 
 
-async def test_tick_hands_observations_to_the_decision_seam(cluster, api, example):
+async def test_tick_hands_the_reading_and_the_children_to_the_engine(cluster, api, example):
     deps, events = deps_for(api)
     await reconcile(apply(cluster, example()), deps)
-    calls = []
-
-    async def decide(**kwargs):
-        calls.append(kwargs)
-        kwargs["update"].last_decision("hold: 2 + 1 replicas")
-
-    tick_deps = TickDeps(api=api, actuators=Actuators(api), events=events, metrics=FakeMetrics({"p99_ms": 120}),
-                         decide=decide)
+    tick_deps = reading_deps(api, events, ScriptedSource(PoolSample(latency_ms=120.0, rate_rps=10.0)))
     await tick(TickContext(current(cluster)), tick_deps)
-    assert calls[0]["observations"] == {"p99_ms": 120} and calls[0]["forecast"] is None
-    assert calls[0]["observation"].a.ready == 2
-    assert current(cluster)["status"]["lastDecision"] == "hold: 2 + 1 replicas"
+    status = current(cluster)["status"]
+    # the engine saw both pools' ready replicas (the children) and the p99 (the reading); no forecast was made
+    assert status["lastDecision"].startswith("Stable: a 2 (2 ready, fp16) 100%, b 1 (1 ready) 0%")
+    assert "p99 120 ms / SLO 200 ms" in status["lastDecision"]
+    assert metrics_condition(cluster) == ("True", "MetricsRead", "latency and rate read")
+    ready = next(c for c in status["conditions"] if c["type"] == "ForecastReady")
+    assert (ready["status"], ready["reason"]) == ("False", "NoForecast")
 
 
 @pytest.mark.parametrize("plural, name", [("deployments", "chat-b"), ("httproutes", "chat")])

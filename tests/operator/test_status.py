@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from forescale_operator.phase import ConditionType, Phase
+import pytest
+
+from forescale_operator.phase import Phase
+from forescale_operator.reasons import ConditionType
 from forescale_operator.status import StatusUpdate
 from forescale_operator.weights import Weights
 
@@ -49,4 +52,20 @@ def test_weights_must_sum_to_one_hundred():
     import pytest
     with pytest.raises(ValueError, match="sum to 100"):
         Weights(70, 20)
-    assert str(Weights.to_b(30)) == "70/30"
+    assert str(Weights(70, 30)) == "70/30"
+
+
+@pytest.mark.parametrize("before", [
+    pytest.param({"phase": "Stable", "engine": "{}", "cutback": {"step": 0, "nextAt": None}}, id="all-set"),
+    pytest.param({"phase": "Stable"}, id="engine-and-cutback-absent"),
+])
+def test_an_update_undone_puts_back_exactly_what_it_changed(before):
+    ahead = StatusUpdate(before)
+    ahead.phase(Phase.EMERGENCY)
+    ahead.engine_state({"incident": {"stage": "Emergency"}})
+    ahead.cutback(0, None)
+    back = ahead.undone().patch
+    written = {**before, **ahead.patch}
+    assert {key: back.get(key, written.get(key)) for key in ("phase", "engine", "cutback")} == {
+        key: before.get(key) for key in ("phase", "engine", "cutback")}
+    assert "conditions" not in back  # only what the update wrote goes back

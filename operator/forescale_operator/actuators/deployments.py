@@ -22,10 +22,6 @@ class DeploymentChange:
     replicas_before: int | None
     replicas: int
 
-    @property
-    def changed(self) -> bool:
-        return self.created or self.template_changed or self.replicas_before != self.replicas
-
 
 @dataclass(frozen=True)
 class PoolReadiness:

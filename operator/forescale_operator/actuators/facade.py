@@ -1,7 +1,8 @@
-"""`Actuators`: one object the handlers (and, later, the forecast loop) call to change the cluster.
+"""`Actuators`: the one object the handlers and the tick call to change the cluster's children.
 
-The forecast loop of issue 6 adds model-server admin calls (precision,
-warm-up, log level) and incident snapshots here, next to scaling and weights.
+The route's calls take the `Router` of the resource's `traffic.router`: the
+tick keeps one per binding (forecast_loop/binding.py) instead of building one
+per call; `router(kind)` builds one for the create/update path.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class Actuators:
     api: KubeApi
 
     def router(self, kind: str) -> Router:
+        """The backend of `traffic.router` (`gatewayapi`, `istio` or `none`), talking to this API."""
         return make_router(kind, self.api)
 
     async def ensure_deployment(self, owner: Owner, pool: PoolSpec, replicas: int | None = None) -> deployments.DeploymentChange:
@@ -39,11 +41,12 @@ class Actuators:
     async def services_intact(self, owner: Owner) -> bool:
         return await services.services_intact(self.api, owner)
 
-    async def ensure_route(self, owner: Owner, traffic: TrafficSpec, carry_over: Weights | None = None) -> routes.RouteChange:
-        return await routes.ensure_route(self.api, self.router(traffic.router), owner, traffic, carry_over)
+    async def ensure_route(self, owner: Owner, router: Router, traffic: TrafficSpec,
+                           carry_over: Weights | None = None) -> routes.RouteChange:
+        return await routes.ensure_route(self.api, router, owner, traffic, carry_over)
 
-    async def set_weights(self, owner: Owner, traffic: TrafficSpec, weights: Weights) -> None:
-        await routes.set_weights(self.router(traffic.router), owner, weights)
+    async def set_weights(self, owner: Owner, router: Router, weights: Weights) -> None:
+        await routes.set_weights(router, owner, weights)
 
-    async def get_weights(self, owner: Owner, traffic: TrafficSpec) -> Weights | None:
-        return await self.router(traffic.router).get_weights(owner)
+    async def get_weights(self, owner: Owner, router: Router) -> Weights | None:
+        return await router.get_weights(owner)

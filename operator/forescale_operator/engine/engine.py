@@ -145,7 +145,7 @@ def decide(
         metrics_unavailable=False,
         contradicted=contradicted,
     )
-    new_state = EngineState(phase=phase, weights=weights, incident=tick.incident, learned=learned)
+    new_state = EngineState(weights=weights, incident=tick.incident, learned=learned)
     label = triggers.quantile_label(spec.slo.quantile)
     reasons = tuple(tick.reasons)
     decision = Decision(
@@ -319,8 +319,7 @@ def _hold(spec: InferenceSpec, state: EngineState, obs: Observations, forecast: 
             "metrics unavailable",
         ))
     reason = "metrics unavailable: replicas and weights held"
-    new_state = replace(state, phase=Phase.DEGRADED,
-                        learned=replace(state.learned, metrics_unavailable=True, last_desired=desired))
+    new_state = replace(state, learned=replace(state.learned, metrics_unavailable=True, last_desired=desired))
     prec_a = state.incident.runtime_precision_a or spec.a.precision
     target = spec.slo.target_latency_ms
     models = {p: state.learned.models.get(p) or PoolModel.prior(params.fallback_capacity_rps, target) for p in ("a", "b")}

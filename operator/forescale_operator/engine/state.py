@@ -82,10 +82,12 @@ class Learned:
 
 @dataclass(frozen=True)
 class EngineState:
-    """Everything the engine must remember between ticks (persisted in status)."""
+    """Everything the engine must remember between ticks (persisted in status).
 
-    #: the phase reported at the last tick
-    phase: Phase = Phase.PENDING
+    The phase is not remembered: each decision derives it (report.phase_for). A state saved
+    with a `phase` key still loads; the codec ignores keys that are no field.
+    """
+
     #: the route weights in force
     weights: Mapping[str, int] = field(default_factory=lambda: {"a": 100, "b": 0})
     incident: IncidentState = field(default_factory=IncidentState)
@@ -130,7 +132,6 @@ def _from_flat(raw: Mapping[str, Any]) -> dict[str, Any]:
     learned = {k: raw[k] for k in ("history", "startup", "lastDesired", "queue", "forecastSpike", "metricsUnavailable")
                if k in raw}
     out: dict[str, Any] = {"incident": incident, "learned": learned}
-    for key in ("phase", "weights"):
-        if key in raw:
-            out[key] = raw[key]
+    if "weights" in raw:
+        out["weights"] = raw["weights"]
     return out

@@ -1,29 +1,16 @@
-"""The forecast loop: what fills the tick's seams (handlers/tick.py).
+"""The forecast loop: the parts `handlers/tick.py` runs a tick through, in tick order.
 
-Prometheus -> `LoopMetrics` (metric readings and a rolling history) ->
-`LoopForecaster` (the predictor) -> `Actor` (engine.decide, then the
-actuators: Deployments, route weights, model-server admin calls, snapshots,
-then status, events and the operator's metrics).
+- `loop.py`: `ForecastLoop`, what the loop keeps between ticks, and `forget(owner)`;
+- `binding.py`: a resource bound once per generation (spec, engine parameters,
+  metric source, router, admin Secret);
+- `saved_state.py`, `clock_jumps.py`, `memory.py`: the engine's state from
+  status, and what the loop remembers in memory;
+- `pods.py`: the pools' pods (admin endpoints, start-up times);
+- `forecast_source.py`, `forecaster.py`: the forecast seam and its predictor
+  implementation (the only module here that loads model code);
+- `executor.py`, `admin_token.py`: the act step (scaling, route weights,
+  model-server admin calls, snapshots, events);
+- `reporter.py`: the report step (status, the operator's metrics).
+
+Nothing is imported here, so that the tick can name these modules without loading the predictor's model code.
 """
-
-from __future__ import annotations
-
-import time
-from typing import Any, Callable
-
-from .actor import Actor
-from .forecaster import LoopForecaster
-from .metrics import LoopMetrics, LoopReadings
-
-__all__ = ["Actor", "LoopForecaster", "LoopMetrics", "LoopReadings", "make_loop_seams"]
-
-
-def make_loop_seams(*, prometheus_url: str | None, admin_token_secret: str | None, telemetry: Any = None,
-                    clock: Callable[[], float] = time.time) -> dict[str, Any]:
-    """The `metrics`, `forecaster` and `decide` seams of `TickDeps`, sharing one clock and per-resource memory."""
-    metrics = LoopMetrics(prometheus_url, clock=clock)
-    return {
-        "metrics": metrics,
-        "forecaster": LoopForecaster(),
-        "decide": Actor(admin_token_secret=admin_token_secret, telemetry=telemetry, clock=clock),
-    }

@@ -1,7 +1,8 @@
 """Read the model servers' admin token from the Secret named by FORESCALE_ADMIN_TOKEN_SECRET.
 
-`<secret>/<key>`, read in the resource's namespace each time the playbook
-needs it (a rotated Secret is picked up). The value is returned, never logged.
+The reference is `(secret, key)`, as the configuration validated it at
+start-up; it is read in the resource's namespace each time the playbook needs
+it (a rotated Secret is picked up). The value is returned, never logged.
 """
 
 from __future__ import annotations
@@ -10,17 +11,16 @@ import base64
 import logging
 from typing import Any
 
-from ..kube.refs import Ref
+from ..kube.refs import SECRETS
 
 logger = logging.getLogger(__name__)
-SECRETS = Ref("", "v1", "secrets", "Secret")
 
 
-async def read_admin_token(api: Any, namespace: str, secret_ref: str | None) -> str | None:
+async def read_admin_token(api: Any, namespace: str, secret_ref: tuple[str, str] | None) -> str | None:
     """The token, or None (admin calls are then reported as skipped) when unset or unreadable."""
     if not secret_ref:
         return None
-    name, _, key = secret_ref.partition("/")
+    name, key = secret_ref
     try:
         secret = await api.get(SECRETS, namespace, name)
     except Exception as exc:  # noqa: BLE001 - report and carry on without admin calls

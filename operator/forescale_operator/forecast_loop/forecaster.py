@@ -1,11 +1,12 @@
-"""The tick's forecaster seam: the predictor, with the model a resource names or the packaged default.
+"""The forecast seam's implementation: the predictor, with the model a resource names or the packaged default.
 
 A model named by `spec.forecast.modelRef` is read from the ConfigMap's
 binaryData and cached by the ConfigMap's resourceVersion. It is checked at
 load: a file that is not a model, or whose features the loop cannot feed
 (the loop's history holds latency_ms and rate, whatever the preset), is
 refused with the mismatch named; the resource then shows ForecastReady=False
-with that reason (the Actor reads `report`) and the packaged default forecasts.
+ModelRejected with that reason (the reporter reads `report`) and the packaged
+default forecasts.
 
 Each resource gets its own `OnlineForecaster` (predictor): the LSTM or the
 `ewm` baseline, whichever is ahead on rolling horizon MAE, with bands
@@ -25,36 +26,21 @@ import base64
 import datetime as dt
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from forescale_predictor import load_forecaster
 from forescale_predictor.errors import ModelFormatError
-from forescale_predictor.forecast_types import LATENCY_MS, RATE, Forecast
+from forescale_predictor.forecast_types import LATENCY_MS, RATE, Forecast, History
 from forescale_predictor.online_forecaster import OnlineForecaster
 
 from ..children import Owner
-from ..kube.refs import Ref
+from ..kube.refs import CONFIG_MAPS
 from ..spec import InferenceSpec
-from .metrics import LoopReadings
+from .forecast_source import DEFAULT_SOURCE, ForecastReport
 
 logger = logging.getLogger(__name__)
-CONFIG_MAPS = Ref("", "v1", "configmaps", "ConfigMap")
 #: what the loop's history holds (readings/history_buffer.py), for every preset
 LOOP_FEATURES = (LATENCY_MS, RATE)
-DEFAULT_SOURCE = "packaged default model"
-
-
-@dataclass
-class ForecastReport:
-    """What status and the operator's metrics say about one resource's forecaster."""
-
-    #: why the named model is not used (ForecastReady=False), or None
-    problem: str | None = None
-    #: which model file forecasts: the packaged default or the ConfigMap, with what it was trained on
-    source: str = DEFAULT_SOURCE
-    #: OnlineForecaster.status(): model, reason, nominal and rolling coverage, rolling MAE (empty without one)
-    online: dict = field(default_factory=dict)
 
 
 def model_mismatch(model: Any, preset: str) -> str | None:
@@ -89,7 +75,9 @@ def describe(model: Any, where: str) -> str:
 DEFAULT_BUDGET_S = 1.0
 
 
-class LoopForecaster:
+class PredictorForecastSource:
+    """A `ForecastSource`: per resource, its model (modelRef or the packaged default) in an `OnlineForecaster`."""
+
     def __init__(self, api: Any = None, loader: Callable[..., Any] = load_forecaster,
                  budget_s: float = DEFAULT_BUDGET_S) -> None:
         #: the Kubernetes API client, for models kept in ConfigMaps (set once the operator has one)
@@ -103,7 +91,7 @@ class LoopForecaster:
         self.sources: dict[str, str] = {}
         #: each resource's OnlineForecaster and the model it wraps, by uid
         self._online: dict[str, tuple[Any, OnlineForecaster]] = {}
-        #: seconds the last forecast computed, by uid (the Actor adds it to the decision time)
+        #: CPU seconds this tick's forecast took, by uid (part of the decision time in the operator's metrics)
         self.seconds: dict[str, float] = {}
         self.budget_s = budget_s
         #: (namespace, ConfigMap) -> (resourceVersion, problem) of a model that failed: not tried again until it changes
@@ -190,19 +178,20 @@ class LoopForecaster:
     def report(self, uid: str) -> ForecastReport:
         held = self._online.get(uid)
         return ForecastReport(problem=self.problems.get(uid), source=self.sources.get(uid, DEFAULT_SOURCE),
-                              online=held[1].status() if held is not None else {})
+                              online=held[1].status() if held is not None else {}, seconds=self.seconds.get(uid, 0.0))
 
     def forget(self, owner: Owner) -> None:
-        """Drop a deleted resource's model state (registration.py calls every seam's `forget`)."""
+        """Drop a deleted resource's model state (ForecastLoop.forget, on deletion)."""
         for table in (self.problems, self.sources, self._online, self.seconds, self._in_use):
             table.pop(owner.uid, None)
 
-    async def forecast(self, owner: Owner, spec: InferenceSpec, observations: LoopReadings | None) -> Forecast | None:
-        if observations is None or not observations.sample.available or len(observations.history) == 0:
+    async def forecast(self, owner: Owner, spec: InferenceSpec, history: History) -> Forecast | None:
+        self.seconds.pop(owner.uid, None)
+        if len(history) == 0:
             return None
         model = self._online_for(owner, await self.model_for(owner, spec))
         try:
-            forecast, seconds = await asyncio.to_thread(_timed, model, observations.history)
+            forecast, seconds = await asyncio.to_thread(_timed, model, history)
         except Exception as exc:  # noqa: BLE001 - a forecast failure must never stop the loop
             self.problems[owner.uid] = f"forecast failed: {exc}"
             logger.warning("forecast for %s/%s failed: %s", owner.namespace, owner.name, exc)

@@ -1,8 +1,10 @@
 """What the loop remembers about one resource in memory (not in status: it may be lost on restart).
 
-Recent decisions (for the incident snapshot), the A pods already switched to
-the runtime precision, and past forecasts, scored against what happened to
-give `status.forecast.recentErrorMs` and `bandCoverage`.
+The metric history the forecaster reads, the clocks at the last tick (to tell
+a wall-clock jump from time passing), recent decisions (for the incident
+snapshot), the A pods already switched to the runtime precision, pod problems
+already reported, and past forecasts, scored against what happened to give
+`status.forecast.recentErrorMs` and `bandCoverage`.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..readings import HistoryBuffer
 from .clock_jumps import ClockWatch
 
 
 @dataclass
 class ResourceMemory:
+    #: the samples read so far (an hour), resampled to the forecaster's step each tick
+    history: HistoryBuffer = field(default_factory=HistoryBuffer)
     decisions: deque = field(default_factory=lambda: deque(maxlen=120))
     #: pod incarnation (`name#restarts`) -> precision it was last switched to through the admin API
     switched: dict[str, str] = field(default_factory=dict)
@@ -23,8 +28,6 @@ class ResourceMemory:
     pending: deque = field(default_factory=lambda: deque(maxlen=400))
     #: (absolute error ms, inside band) of scored forecasts
     scored: deque = field(default_factory=lambda: deque(maxlen=40))
-    #: the last problem with the resource's forescale.io/capacity-rps annotation (logged once)
-    annotation_problem: str | None = None
     #: pod problems already reported with a Warning event, as (pod name, problem)
     pod_problems: set = field(default_factory=set)
     #: the clocks at the last tick, to tell a wall-clock jump from time passing

@@ -8,9 +8,7 @@ from typing import Any, Mapping
 
 from ..admin_client import admin_port_problem, pod_endpoint, pod_is_ready
 from ..children import Owner
-from ..kube.refs import Ref
-
-PODS = Ref("", "v1", "pods", "Pod")
+from ..kube.refs import PODS
 
 
 def _time(text: str | None) -> float | None:

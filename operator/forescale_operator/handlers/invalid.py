@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
-from ..phase import ConditionType, Phase
-from ..reasons import Reason
+from ..phase import Phase
+from ..reasons import ConditionType, Reason
 from ..spec import SpecError
 from ..status import StatusUpdate, write_status
 from .deps import HandlerDeps

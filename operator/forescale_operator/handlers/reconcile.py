@@ -79,11 +79,12 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
         return f"invalid: {err}"
 
     owner = Owner.from_body(body)
+    router = deps.actuators.router(spec.traffic.router)
     try:
         a = await deps.actuators.ensure_deployment(owner, spec.a)
         b = await deps.actuators.ensure_deployment(owner, spec.b)
         services = await deps.actuators.ensure_services(owner, spec.a, spec.b)
-        route = await deps.actuators.ensure_route(owner, spec.traffic, _previous_weights(status))
+        route = await deps.actuators.ensure_route(owner, router, spec.traffic, _previous_weights(status))
     except ChildConflict as exc:
         # Another controller's object holds a child's name: touch nothing of it, say so, retry each tick.
         await mark_invalid(body, exc, deps, Reason.CHILD_CONFLICT)
@@ -95,7 +96,6 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
             return f"invalid: {exc.message}"
         raise
 
-    router = deps.actuators.router(spec.traffic.router)
     route_text = (f"route {router.describe(owner)} weights {route.weights}" if router.ref is not None
                   else f"no router (Service {owner.name} spans both pools)")
     created = [f"{c.name} ({_replicas(c.replicas)}, {p.precision})" for c, p in ((a, spec.a), (b, spec.b)) if c.created]
@@ -119,7 +119,7 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
 
     update = StatusUpdate(status, meta.get("generation"))
     update.observed_generation(meta.get("generation", 1))
-    seen = await observing.observe(deps.actuators, owner, spec)
+    seen = await observing.observe(deps.actuators, owner, router)
     observing.record(update, spec, seen)
     await write_status(deps.api, owner.namespace, owner.name, update)
     return f"converged: {a.name} {a.replicas}, {b.name} {b.replicas}, {route_text}"

@@ -1,41 +1,50 @@
-"""One step of a resource's loop, every `forecast.stepSeconds`: the seam the forecast loop plugs into.
+"""One tick of one resource's loop, every `forecast.stepSeconds`: the whole path, top to bottom.
 
-Today a tick re-reads the children and keeps status true (pools, weights,
-phase, Ready). Issue 6 fills `TickDeps.metrics`, `.forecaster` and `.decide`
-(Prometheus -> predictor -> `engine.decide()` -> actuators); with the no-op
-defaults there is no data, and the tick does nothing else.
+Load state, read, observe, decide, write ahead, act, report. Each step says
+in one comment when it runs and why, the way Flagger's scheduler advances a
+canary; the steps' work is in `forecast_loop/` (binding, saved state, pods,
+forecasts, executor, reporter), `readings/`, the pure `engine/`, `actuators/`
+and `status.py`. A tick is an observation: the next one is the retry, and an
+API error ends it early without losing anything (registration.py).
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Mapping
 
 from .. import observe as observing
 from ..children import Owner
-from ..forecasting import Forecaster, NoForecaster
-from ..metric_source import MetricSource, NoMetrics
-from ..phase import ConditionType, Phase
-from ..reasons import Reason
-from ..spec import InferenceSpec, SpecError, parse_spec
+from ..engine import decide
+from ..engine.state import EngineState
+from ..forecast_loop.executor import Executor
+from ..forecast_loop.loop import ForecastLoop
+from ..forecast_loop.pods import read_pods
+from ..forecast_loop.reporter import record_decision, record_incident, record_metrics, record_telemetry
+from ..forecast_loop.saved_state import load_state
+from ..kube.client import KubeApi
+from ..phase import Phase
+from ..readings import build_observations, read
+from ..readings.observations import PoolState
+from ..spec import SpecError
 from ..status import StatusUpdate, write_status
 from .deps import HandlerDeps
 from .reconcile import reconcile
 
-#: decide(ctx, spec, observation, observations, forecast, update, deps): acts and records its decision
-Decide = Callable[..., Awaitable[None]]
+logger = logging.getLogger(__name__)
 
 
 @dataclass
 class TickDeps(HandlerDeps):
-    metrics: MetricSource = field(default_factory=NoMetrics)
-    forecaster: Forecaster = field(default_factory=NoForecaster)
-    decide: Decide | None = None
+    #: what the loop keeps between ticks; the default has no metric source and no forecasts (readiness only)
+    loop: ForecastLoop = field(default_factory=ForecastLoop)
 
 
 @dataclass(frozen=True)
 class TickContext:
-    """The resource as the tick sees it (kopf's live body)."""
+    """The resource as the tick sees it: a copy of kopf's body taken when the tick started."""
 
     body: Mapping[str, Any]
 
@@ -49,42 +58,94 @@ class TickContext:
 
 
 async def tick(ctx: TickContext, deps: TickDeps) -> str:
-    """Observe, then (when the loop has data) forecast and decide. Returns a summary for the log."""
-    if ctx.status.get("phase") == Phase.INVALID.value:
-        # Re-check: the router's API may have been installed since, without a spec change.
-        return await reconcile(ctx.body, deps)
+    """Run one tick for one resource; returns a summary for the log."""
+    body, status, loop = ctx.body, ctx.status, deps.loop
+    generation = body["metadata"].get("generation")
+    # Invalid: reconcile re-checks it (the router's API may have been installed since, with no spec change).
+    if status.get("phase") == Phase.INVALID.value:
+        return await reconcile(body, deps)
+
+    # Load state: this generation's binding, kept to the tick's end; a spec that no longer parses waits for reconcile.
     try:
-        spec: InferenceSpec = parse_spec(ctx.body.get("spec") or {})
+        binding = loop.bindings.bind(body, deps.api)
     except SpecError as err:
-        return f"skipped: {err}"  # reconcile reports it on the next create/update/resume
+        return f"skipped: {err}"
+    owner, spec = binding.owner, binding.spec
+    memory = loop.memory(owner)
+    now = loop.clock()
+    state = load_state(status, owner, memory, now=now, mono=loop.monotonic(),
+                       cutback_interval_s=spec.traffic.cutback.interval_seconds)
 
-    owner = ctx.owner
-    seen = await observing.observe(deps.actuators, owner, spec)
-    if (not (seen.a.exists and seen.b.exists and seen.a.owned and seen.b.owned and seen.weights is not None)
-            or not await deps.actuators.services_intact(owner)):
-        # A child was deleted behind our back, never made it, or is no longer ours: put it back within
-        # one step (reconcile refuses, with a Warning, what another controller holds).
-        return await reconcile(ctx.body, deps)
-    update = StatusUpdate(ctx.status, ctx.body["metadata"].get("generation"))
-    # An incident phase belongs to the decision engine; readiness alone does not end it.
-    observing.record(update, spec, seen, set_phase=deps.decide is None)
-
-    observations = await deps.metrics.observe(owner, spec)
-    if observations is None:
-        if deps.metrics.configured:
-            was = next((c for c in ctx.status.get("conditions") or [] if c.get("type") == "MetricsAvailable"), {})
-            update.condition(ConditionType.METRICS_AVAILABLE, False, "NoData", "the metric source returned no data")
-            if was.get("status") != "False":
-                await deps.events.post(Reason.METRICS_UNAVAILABLE, "No metrics for this service; replicas are held")
-        else:
-            update.condition(ConditionType.METRICS_AVAILABLE, None, "NoMetricSource", "no metric source is configured")
+    # Read the children: one deleted, never made or not ours goes back to reconcile (which refuses a foreign one).
+    seen = await observing.observe(deps.actuators, owner, binding.router)
+    if not seen.complete or not await deps.actuators.services_intact(owner):
+        return await reconcile(body, deps)
+    update = StatusUpdate(status, generation)
+    # The phase is readiness only where the engine never runs: with metrics, an incident outlives readiness.
+    observing.record(update, spec, seen, set_phase=not binding.reads_metrics)
+    # Read the metrics where a Prometheus URL exists (the spec's, else the operator's); without one, status is all.
+    if not binding.reads_metrics:
+        record_metrics(update, None)
         await write_status(deps.api, owner.namespace, owner.name, update)
         return f"observed: {seen.summary()}; no metrics"
+    reading = await read(binding.metric_source, owner.namespace, owner.name, spec, memory.history, now)
+    record_metrics(update, reading)
 
-    update.condition(ConditionType.METRICS_AVAILABLE, True, "MetricsRead", "observations read")
-    forecast = await deps.forecaster.forecast(owner, spec, observations)
-    if deps.decide is not None:
-        await deps.decide(ctx=ctx, spec=spec, observation=seen, observations=observations, forecast=forecast,
-                          update=update, deps=deps)
+    # Observe: the pods (admin endpoints, start-up times; a bad admin port reported once), joined with the reading.
+    pods = await read_pods(deps.api, owner)
+    executor = Executor(deps.api, deps.actuators, deps.events, binding, memory, pods, admin_timeout=loop.admin_timeout)
+    await executor.report_pod_problems()
+    observations = build_observations(
+        reading.sample,
+        PoolState(seen.a.desired, seen.a.ready, state.incident.runtime_precision_a or spec.a.precision,
+                  pods["a"].startup_seconds),
+        PoolState(seen.b.desired, seen.b.ready, spec.b.precision, pods["b"].startup_seconds),
+    )
+
+    # Decide: a forecast only from a sample read this tick (without one the engine holds); the engine is pure.
+    forecast = await loop.forecasts.forecast(owner, spec, reading.history) if reading.sample.available else None
+    report = loop.forecasts.report(owner.uid)
+    started = time.thread_time()  # decision time: the engine's and the forecast's CPU time, no API waits
+    decision = decide(spec, state, observations, forecast, now, binding.params)
+    decision_seconds = time.thread_time() - started + report.seconds
+    memory.record(decision, now)
+
+    # Write ahead only when the incident moves (never in Preview), so an operator killed while acting resumes it.
+    ahead = None
+    if not decision.preview and _moves_the_incident(state, decision.state):
+        ahead = StatusUpdate(status, generation)
+        record_incident(ahead, decision)
+        await write_status(deps.api, owner.namespace, owner.name, ahead)
+
+    # Act (Preview: only its "would" events); failing before any event, undo the write-ahead so the retry redoes all.
+    try:
+        await executor.carry_out(decision, seen, reading, forecast, body.get("spec") or {}, now)
+    except Exception:
+        if ahead is not None and not executor.posted:
+            await _undo(deps.api, owner, ahead)
+        raise
+
+    # Report, always: status (scoring past forecasts), then the operator's metrics, then one status write.
+    record_decision(update, decision, forecast, reading, report, memory, now)
+    record_telemetry(loop.telemetry, owner, spec, decision, forecast, reading, seen, decision_seconds, report, memory)
     await write_status(deps.api, owner.namespace, owner.name, update)
     return f"observed: {seen.summary()}"
+
+
+def _moves_the_incident(before: EngineState, after: EngineState) -> bool:
+    """An incident starts, changes stage or ends, or the cut-back takes a step.
+
+    Why write those ahead: an operator killed between posting EmergencyStarted (or moving a cut-back
+    step) and the tick's status write would otherwise restart from the old state and start the same
+    incident, or take the same step, again. With the state written first, a restart resumes; what the
+    kill interrupted is re-asserted by the next tick (weights, replicas, the runtime precision).
+    """
+    return (before.incident.stage != after.incident.stage
+            or before.incident.cutback_step != after.incident.cutback_step)
+
+
+async def _undo(api: KubeApi, owner: Owner, ahead: StatusUpdate) -> None:
+    try:
+        await write_status(api, owner.namespace, owner.name, ahead.undone())
+    except Exception as exc:  # noqa: BLE001 - the original error is the one to raise
+        logger.warning("%s/%s: could not undo the status written ahead: %s", owner.namespace, owner.name, exc)

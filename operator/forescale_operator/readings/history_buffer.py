@@ -4,7 +4,7 @@ The loop appends each tick's observation; the forecaster resamples to its own
 step, so ticks may come every few seconds. Holding history in memory keeps the
 per-tick cost at a few instant queries instead of a range query; after an
 operator restart the buffer starts empty and the forecaster declares its
-fallback until it has seen enough (or the loop backfills with one range query).
+fallback until it has seen enough.
 """
 
 from __future__ import annotations
@@ -33,14 +33,6 @@ class HistoryBuffer:
         self._rows.append((time, _nan(latency_ms), _nan(rate_rps)))
         while self._rows and self._rows[0][0] < time - self.keep_seconds:
             self._rows.popleft()
-
-    def extend(self, history: History) -> None:
-        """Prepend a backfilled History (e.g. one range query after a restart)."""
-        lat, rate = history.features.get(LATENCY_MS), history.features.get(RATE)
-        rows = [(float(t), float(lat[i]), float(rate[i])) for i, t in enumerate(history.times)]
-        first = self._rows[0][0] if self._rows else float("inf")
-        merged = [r for r in rows if r[0] < first] + list(self._rows)
-        self._rows = deque(merged)
 
     def history(self, step_seconds: float) -> History:
         """The buffer on a regular grid of `step_seconds` (last sample in each bin)."""

@@ -36,7 +36,7 @@ CASES = [
 
 @pytest.mark.parametrize("secret,expected", CASES)
 async def test_secret_token_is_stripped_or_refused_like_the_server_does(secret, expected):
-    token = await read_admin_token(_Api(secret), "default", "admin/token")
+    token = await read_admin_token(_Api(secret), "default", ("admin", "token"))
     assert token == expected
     # The server, given the same text, accepts exactly the same token (or refuses at start-up).
     raw = secret.get("stringData", {}).get("token")

@@ -12,11 +12,13 @@ import pytest
 
 from forescale_operator.actuators import Actuators
 from forescale_operator.events import RecordingEvents
-from forescale_operator.forecast_loop import Actor, LoopForecaster, LoopMetrics
-from forescale_operator.forecast_loop.forecaster import CONFIG_MAPS, model_mismatch
+from forescale_operator.forecast_loop.binding import Bindings
+from forescale_operator.forecast_loop.forecaster import PredictorForecastSource, model_mismatch
+from forescale_operator.forecast_loop.loop import ForecastLoop
 from forescale_operator.handlers.deps import HandlerDeps
 from forescale_operator.handlers.reconcile import reconcile
 from forescale_operator.handlers.tick import TickContext, TickDeps, tick
+from forescale_operator.kube.refs import CONFIG_MAPS
 from forescale_operator.telemetry import OperatorMetrics
 from forescale_predictor import DEFAULT_MODEL_PATH, load_forecaster
 from forescale_predictor.model_config import ModelConfig
@@ -62,9 +64,8 @@ def run_loop(cluster, api, example):
     events = RecordingEvents()
     deps = TickDeps(
         api=api, actuators=Actuators(api), events=events,
-        metrics=LoopMetrics("http://prom:9090", clock=clock, build=lambda url: source),
-        forecaster=LoopForecaster(api=api),
-        decide=Actor(admin_token_secret=None, telemetry=telemetry, clock=clock),
+        loop=ForecastLoop(bindings=Bindings(prometheus_url="http://prom:9090", build=lambda url: source),
+                          forecasts=PredictorForecastSource(api=api), telemetry=telemetry, clock=clock),
     )
 
     async def start(model_ref: bool = True):
@@ -133,4 +134,4 @@ async def test_without_model_ref_the_packaged_default_forecasts(run_loop):
     status = await ticks(2)
     assert _condition(status)["status"] == "True"
     assert status["forecast"]["modelSource"] == "packaged default model"
-    assert deps.forecaster.report("nope").problem is None
+    assert deps.loop.forecasts.report("nope").problem is None

@@ -15,7 +15,9 @@ import pytest
 
 from forescale_operator.actuators import Actuators
 from forescale_operator.events import RecordingEvents
-from forescale_operator.forecast_loop import Actor, LoopForecaster, LoopMetrics
+from forescale_operator.forecast_loop.binding import Bindings
+from forescale_operator.forecast_loop.forecaster import PredictorForecastSource
+from forescale_operator.forecast_loop.loop import ForecastLoop
 from forescale_operator.handlers.deps import HandlerDeps
 from forescale_operator.handlers.reconcile import reconcile
 from forescale_operator.handlers.tick import TickContext, TickDeps, tick
@@ -56,18 +58,22 @@ def _spec_body(example, **cutback):
     return body
 
 
+def _loop(clock, source, telemetry=None) -> ForecastLoop:
+    """The operator's loop with a scripted Prometheus and the `last` baseline for the LSTM."""
+    return ForecastLoop(
+        bindings=Bindings(prometheus_url="http://prom:9090", build=lambda url: source),
+        forecasts=PredictorForecastSource(loader=lambda _: make_baseline("last", step_seconds=5, horizon_seconds=30)),
+        telemetry=telemetry if telemetry is not None else OperatorMetrics(), clock=clock,
+    )
+
+
 @pytest.fixture
 def loop(cluster, api):
     clock = Clock()
     source = ScriptedSource()
     events = RecordingEvents()
     telemetry = OperatorMetrics()
-    deps = TickDeps(
-        api=api, actuators=Actuators(api), events=events,
-        metrics=LoopMetrics("http://prom:9090", clock=clock, build=lambda url: source),
-        forecaster=LoopForecaster(loader=lambda _: make_baseline("last", step_seconds=5, horizon_seconds=30)),
-        decide=Actor(admin_token_secret=None, telemetry=telemetry, clock=clock),
-    )
+    deps = TickDeps(api=api, actuators=Actuators(api), events=events, loop=_loop(clock, source, telemetry))
 
     async def run(seconds: float = 5.0):
         clock.t += seconds
@@ -146,12 +152,7 @@ async def test_cutback_resumes_at_the_same_step_after_a_restart(cluster, api, ex
 
     # A new operator process: fresh in-memory seams, same status in the API.
     fresh_events = RecordingEvents()
-    deps = TickDeps(
-        api=api, actuators=Actuators(api), events=fresh_events,
-        metrics=LoopMetrics("http://prom:9090", clock=clock, build=lambda url: source),
-        forecaster=LoopForecaster(loader=lambda _: make_baseline("last", step_seconds=5, horizon_seconds=30)),
-        decide=Actor(admin_token_secret=None, clock=clock),
-    )
+    deps = TickDeps(api=api, actuators=Actuators(api), events=fresh_events, loop=_loop(clock, source))
     clock.t += 1
     await tick(TickContext(copy.deepcopy(cluster.get("inferencedeployments", "default", "chat"))), deps)
     assert _status(cluster)["cutback"]["step"] == step_before
@@ -202,21 +203,23 @@ async def test_preview_reports_would_and_acts_on_nothing(cluster, api, example, 
 async def test_forgetting_a_deleted_resource_drops_its_history_and_series(cluster, api, example, loop):
     run, source, events, clock, telemetry = loop
     await reconcile(cluster.put(_spec_body(example)), HandlerDeps(api=api, actuators=Actuators(api), events=events))
-    actor, metrics = Actor(admin_token_secret=None, telemetry=telemetry, clock=clock), LoopMetrics("http://prom:9090", clock=clock, build=lambda url: source)
-    deps = TickDeps(api=api, actuators=Actuators(api), events=events, metrics=metrics,
-                    forecaster=LoopForecaster(loader=lambda _: make_baseline("last", step_seconds=5, horizon_seconds=30)),
-                    decide=actor)
+    forecast_loop = _loop(clock, source, telemetry)
+    deps = TickDeps(api=api, actuators=Actuators(api), events=events, loop=forecast_loop)
     body = copy.deepcopy(cluster.get("inferencedeployments", "default", "chat"))
     source.rate = 10.0  # within the 2 starting pods: no overload shift, all traffic on A
     await tick(TickContext(body), deps)
     owner = TickContext(body).owner
     labels = {"namespace": "default", "name": "chat", "pool": "a"}
     assert telemetry.registry.get_sample_value("forescale_operator_weight_percent", labels) == 100.0
-    assert len(metrics.buffer(owner)) == 1 and owner.uid in actor.memory
-    for seam in (metrics, actor):
-        seam.forget(owner)
+    assert len(forecast_loop.memories[owner.uid].history) == 1
+    assert owner.uid in forecast_loop.forecasts.sources and owner.uid in forecast_loop.forecasts.seconds
+    bound = forecast_loop.bindings.bind(body, api)
+    assert forecast_loop.bindings.bind(body, api) is bound  # held for this generation
+    forecast_loop.forget(owner)  # the one call registration makes when the resource is deleted
     assert telemetry.registry.get_sample_value("forescale_operator_weight_percent", labels) is None
-    assert len(metrics.buffer(owner)) == 0 and owner.uid not in actor.memory
+    assert owner.uid not in forecast_loop.memories
+    assert owner.uid not in forecast_loop.forecasts.sources and owner.uid not in forecast_loop.forecasts.seconds
+    assert forecast_loop.bindings.bind(body, api) is not bound
 
 
 @pytest.mark.parametrize(
@@ -260,3 +263,28 @@ async def test_status_shows_each_pools_fitted_latency_model(cluster, api, exampl
     assert set(model) == {"l0Ms", "muRps", "capacityRps", "health", "samples", "outliers", "priorRps", "provenRps"}
     assert model["samples"] >= 1 and model["priorRps"] == pytest.approx(10.0)  # the default capacity is the prior
     assert 0 < model["l0Ms"] < 200 and model["capacityRps"] > 0 and model["health"] >= 1.0
+
+
+async def test_a_generation_that_changes_mid_tick_is_picked_up_by_the_next_tick(cluster, api, example, loop):
+    """The tick finishes on the binding it started with; the next one rebinds."""
+    run, source, events, clock, _ = loop
+    await reconcile(cluster.put(_spec_body(example)), HandlerDeps(api=api, actuators=Actuators(api), events=events))
+    await run()
+    before = cluster.get("inferencedeployments", "default", "chat")["metadata"]["generation"]
+    sample = source.sample
+
+    def sample_while_the_slo_changes(namespace, name, spec, now):
+        """Prometheus answers while someone applies a new SLO: the resource's generation moves mid-tick."""
+        source.sample = sample
+        body = cluster.get("inferencedeployments", "default", "chat")
+        body["metadata"].pop("resourceVersion", None)
+        body["spec"]["slo"]["targetLatencyMs"] = 1000
+        cluster.put(body)
+        return sample(namespace, name, spec, now)
+
+    source.sample = sample_while_the_slo_changes
+    await run()
+    assert cluster.get("inferencedeployments", "default", "chat")["metadata"]["generation"] == before + 1
+    assert "/ SLO 200 ms" in _status(cluster)["lastDecision"]  # decided on the spec the tick started with
+    await run()
+    assert "/ SLO 1000 ms" in _status(cluster)["lastDecision"]  # the next tick bound the new generation

@@ -18,9 +18,7 @@ import pytest
 import torch
 
 from forescale_operator.children import Owner
-from forescale_operator.forecast_loop.forecaster import LoopForecaster
-from forescale_operator.forecast_loop.metrics import LoopReadings
-from forescale_operator.readings.base import MetricSample
+from forescale_operator.forecast_loop.forecaster import PredictorForecastSource
 from forescale_operator.spec import parse_spec
 from forescale_predictor import load_forecaster
 from forescale_predictor.forecast_types import History
@@ -80,7 +78,7 @@ HOSTILE = [
 async def test_a_hostile_model_is_refused_before_allocation_and_only_once_per_version(example, name, claim, message):
     loader = _CountingLoader()
     api = _Api(_model_bytes(claim))
-    forecaster = LoopForecaster(api, loader=loader)
+    forecaster = PredictorForecastSource(api, loader=loader)
     spec = _spec(example)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
@@ -89,7 +87,8 @@ async def test_a_hostile_model_is_refused_before_allocation_and_only_once_per_ve
     assert time.perf_counter() - started < 5.0
     assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) < 200 * 1024  # KiB: far from 580 MB
     assert loader.custom_loads == 1  # remembered for this resourceVersion
-    assert message in forecaster.problems[OWNER.uid] and "packaged default" in forecaster.problems[OWNER.uid]
+    problem = forecaster.report(OWNER.uid).problem  # what ForecastReady=False ModelRejected says
+    assert message in problem and "packaged default" in problem
     api.version = "2"  # the user fixed (or changed) it: tried again, once
     for _ in range(3):
         await forecaster.model_for(OWNER, spec)
@@ -114,10 +113,11 @@ class _SlowModel:
 async def test_a_model_over_the_time_budget_is_set_aside_for_its_version(example):
     slow = _SlowModel(0.05)
     default = _SlowModel(0.0)
-    forecaster = LoopForecaster(_Api(b"anything"), loader=lambda source=None: default if source is None else slow,
-                                budget_s=0.01)
+    forecaster = PredictorForecastSource(_Api(b"anything"), loader=lambda source=None: default if source is None else slow,
+                                         budget_s=0.01)
     spec = _spec(example)
-    readings = LoopReadings(MetricSample(time=0.0, available=True), History(5.0, np.array([0.0]), {"latency_ms": np.array([50.0]), "rate": np.array([10.0])}))
-    assert await forecaster.forecast(OWNER, spec, readings) is slow
-    assert "over the budget of 0.01 s" in forecaster.problems[OWNER.uid]
+    history = History(5.0, np.array([0.0]), {"latency_ms": np.array([50.0]), "rate": np.array([10.0])})
+    assert await forecaster.forecast(OWNER, spec, history) is slow
+    report = forecaster.report(OWNER.uid)
+    assert "over the budget of 0.01 s" in report.problem and report.seconds >= 0.05
     assert await forecaster.model_for(OWNER, spec) is default

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from forescale_operator.readings import HistoryBuffer
-from forescale_predictor.forecast_types import LATENCY_MS, RATE, History
+from forescale_predictor.forecast_types import LATENCY_MS, RATE
 
 
 def _filled(times, lat=50.0, rate=10.0) -> HistoryBuffer:
@@ -49,15 +49,6 @@ def test_repeated_instant_is_ignored():
     buf.append(5, 999.0, 999.0)
     assert len(buf) == 2
     assert buf.history(5).features[LATENCY_MS][-1] == 50.0
-
-
-def test_extend_prepends_backfill_without_duplicates():
-    buf = _filled([30, 35])
-    back = History(5, np.array([20.0, 25.0, 30.0]), {LATENCY_MS: np.array([1.0, 2.0, 3.0]), RATE: np.array([4.0, 5.0, 6.0])})
-    buf.extend(back)
-    h = buf.history(5)
-    assert list(h.times) == [20, 25, 30, 35]
-    assert list(h.features[LATENCY_MS]) == [1.0, 2.0, 50.0, 50.0]
 
 
 def test_empty_buffer_gives_empty_history():

@@ -1,0 +1,54 @@
+"""What the forecast loop keeps between ticks, one per operator, and the one way a resource leaves it.
+
+Per resource: its binding (binding.py), its memory (memory.py: history,
+clocks, decisions, switched pods, scored forecasts), its forecast source's
+entries and its series in the operator's metrics. `forget(owner)` drops the
+resource from every one of them when it is deleted (registration.py); on a
+pause or an operator exit nothing is dropped, the resource still exists.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..children import Owner
+from ..telemetry import OperatorMetrics
+from .binding import Bindings
+from .forecast_source import ForecastSource, NoopForecastSource
+from .memory import ResourceMemory
+
+
+@dataclass
+class ForecastLoop:
+    """The seams and per-resource state behind `handlers/tick.py`. The defaults read nothing and forecast nothing."""
+
+    #: resources bound per generation, with the operator-wide Prometheus URL and admin token Secret
+    bindings: Bindings = field(default_factory=Bindings)
+    #: the predictor behind the forecasts (forecaster.PredictorForecastSource in the operator)
+    forecasts: ForecastSource = field(default_factory=NoopForecastSource)
+    #: the operator's per-resource series (a private registry unless the operator passes the served one)
+    telemetry: OperatorMetrics = field(default_factory=OperatorMetrics)
+    #: the wall clock: the engine's `now`
+    clock: Callable[[], float] = time.time
+    #: the clock the wall clock's jumps are measured against (None: time.monotonic, or `clock` itself when injected)
+    monotonic: Callable[[], float] | None = None
+    #: seconds an admin call to one pod may take
+    admin_timeout: float = 5.0
+    memories: dict[str, ResourceMemory] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.monotonic is None:
+            # An injected wall clock (a test's) without a monotonic one of its own is its own reference: it never jumps.
+            self.monotonic = time.monotonic if self.clock is time.time else self.clock
+
+    def memory(self, owner: Owner) -> ResourceMemory:
+        return self.memories.setdefault(owner.uid, ResourceMemory())
+
+    def forget(self, owner: Owner) -> None:
+        """Drop a deleted resource from every per-resource cache: binding, memory, forecasts, metric series."""
+        self.bindings.forget(owner)
+        self.memories.pop(owner.uid, None)
+        self.forecasts.forget(owner)
+        self.telemetry.forget(owner.namespace, owner.name)

@@ -1,0 +1,38 @@
+"""The engine's state as the tick starts from it: read back from status, with the wall clock's jumps taken out.
+
+The engine is pure; what it remembers between ticks lives in
+`status.engine` (compact JSON, engine/state.py). A state that cannot be read
+(hand-edited, or from a newer operator) is logged and started afresh rather
+than stopping the loop. Times are then moved by a wall-clock jump since the
+last tick, and bounded after a restart (clock_jumps.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Mapping
+
+from ..children import Owner
+from ..engine.state import EngineState, StateError
+from .clock_jumps import bound_times, shift_times
+from .memory import ResourceMemory
+
+logger = logging.getLogger(__name__)
+
+
+def load_state(status: Mapping[str, Any], owner: Owner, memory: ResourceMemory, *, now: float, mono: float,
+               cutback_interval_s: float) -> EngineState:
+    """The state saved in `status.engine`, moved by the wall clock's jump since the last tick and bounded to `now`."""
+    try:
+        raw = status.get("engine")
+        state = EngineState.from_status(json.loads(raw) if isinstance(raw, str) and raw else None)
+    except (StateError, ValueError) as exc:
+        logger.warning("%s/%s: unreadable engine state in status (%s); starting afresh", owner.namespace, owner.name, exc)
+        state = EngineState()
+    jumped = memory.clock.jump(now, mono)
+    if jumped:
+        logger.warning("%s/%s: the wall clock jumped %+.0f s; the incident's times move with it", owner.namespace,
+                       owner.name, jumped)
+        state = shift_times(state, jumped)
+    return bound_times(state, now, cutback_interval_s)
