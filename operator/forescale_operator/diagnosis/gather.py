@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import asyncio
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from string import Template
-from typing import Awaitable, Callable, Protocol
+from typing import Awaitable, Callable, Mapping, Protocol
 
 from forescale_predictor.presets import escape_label_value
 
@@ -64,6 +64,8 @@ class KubeFacts:
     restarted_containers: int | None = None
     revision_changed: bool | None = None
     revision_age_seconds: float | None = None
+    #: why a fact is None, where the reader knows ("listing pods failed: 403 Forbidden")
+    missing_why: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,8 @@ async def gather_evidence(prom: PromQuery, namespace: str, deployment: str, *, p
             for name in _FACT_FIELDS:
                 kwargs[name] = getattr(value, name)
                 if kwargs[name] is None:
-                    why[name] = "the Kubernetes API did not say"
+                    said = value.missing_why.get(name) if isinstance(value.missing_why, Mapping) else None
+                    why[name] = str(said) if said else "the Kubernetes API did not say"
         else:
             for name in _FACT_FIELDS:
                 why[name] = problem or f"facts were not KubeFacts: {type(value).__name__}"
