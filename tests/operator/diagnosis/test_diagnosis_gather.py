@@ -179,6 +179,15 @@ async def test_partial_facts_name_what_the_api_did_not_say():
     assert evidence.missing_why["revision_age_seconds"] == "the Kubernetes API did not say"
 
 
+async def test_the_facts_reader_says_why_a_fact_is_missing():
+    facts = KubeFacts(oom_killed_containers=0, restarted_containers=0,
+                      missing_why={"revision_changed": "Deployment ml/chat-a not found", "restarted_containers": "ignored"})
+    evidence = await gather_evidence(FakeProm(_both(HEALTHY)), "ml", "chat", facts=_facts(facts))
+    assert evidence.missing_why["revision_changed"] == "Deployment ml/chat-a not found"
+    assert evidence.missing_why["revision_age_seconds"] == "the Kubernetes API did not say"
+    assert "restarted_containers" not in evidence.missing_why, "a fact that is present is not missing"
+
+
 def test_windows_reach_back_with_offsets():
     now = queries("ml", "chat", "a", Windows())
     assert "[60s])" in now["rate_rps.now"] and "offset" not in now["rate_rps.now"]
