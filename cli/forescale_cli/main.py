@@ -14,6 +14,7 @@ import sys
 #: app or a click command; it receives the remaining arguments unchanged.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "operator": ("forescale_operator.cli", "app", "Run the kopf operator against the current kubeconfig."),
+    "diagnose": ("forescale_operator.diagnose_cli", "app", "Rank the root causes of one InferenceDeployment's trouble now."),
     "serve": ("forescale_server.cli", "app", "Run the model server."),
     "train": ("forescale_predictor.cli_train", "app", "Train the LSTM forecaster from a CSV or Prometheus."),
     "backtest": ("forescale_predictor.cli_backtest", "app", "Rolling-origin backtest of the LSTM against baselines."),

@@ -17,21 +17,21 @@ MAX_SECONDS = 86_400
 def _number(body: dict, key: str, lo: float, hi: float) -> float:
     value = body[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
-        raise bad_request(f"'{key}' must be a number from {lo:g} to {hi:g}, got {value!r}")
+        raise bad_request(f"'{key}' must be a number from {lo:g} to {hi:g}, got {value!r}", key)
     return float(value)
 
 
 def _integer(body: dict, key: str, lo: int, hi: int) -> int:
     value = body[key]
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise bad_request(f"'{key}' must be an integer from {lo} to {hi}, got {value!r}")
+        raise bad_request(f"'{key}' must be an integer from {lo} to {hi}, got {value!r}", key)
     return value
 
 
 def _only(body: dict, allowed: set[str]) -> None:
     unknown = sorted(set(body) - allowed)
     if unknown:
-        raise bad_request(f"unknown field(s) {', '.join(map(repr, unknown))}; expected {', '.join(sorted(allowed))}")
+        raise bad_request(f"unknown field(s) {', '.join(map(repr, unknown))}; expected {', '.join(sorted(allowed))}", unknown[0])
 
 
 def parse_precision(body: dict[str, Any]) -> str:
@@ -95,6 +95,12 @@ def parse_profile(body: dict[str, Any]) -> tuple[int, float]:
     return requests, timeout
 
 
+#: the fault kinds of `POST /admin/faults`, each the one key that selects it
+FAULT_KINDS = ("latency_ms", "slowdown", "cache_flush", "leak_mb", "kv_fragmentation", "memory_pressure", "clear")
+#: kinds that last `seconds`
+TIMED_FAULTS = ("latency_ms", "slowdown", "memory_pressure")
+
+
 @dataclass(frozen=True)
 class FaultRequest:
     latency_ms: float | None = None
@@ -102,27 +108,43 @@ class FaultRequest:
     seconds: float | None = None
     cache_flush: bool = False
     leak_mb: int | None = None
+    #: share of the KV pool's blocks to leak (0 gives the leaked blocks back)
+    kv_fragmentation: float | None = None
+    #: share of the device's room held, refusing the batches that do not fit (0 lifts it)
+    memory_pressure: float | None = None
     clear: bool = False
 
 
 def parse_fault(body: dict[str, Any], max_leak_mb: int) -> FaultRequest:
     """One of `{"latency_ms": X, "seconds": S}`, `{"slowdown": F, "seconds": S}`,
-    `{"cache_flush": true}`, `{"leak_mb": N}` (0 frees what was leaked) or `{"clear": true}`."""
-    kinds = [k for k in ("latency_ms", "slowdown", "cache_flush", "leak_mb", "clear") if k in body]
-    if len(kinds) != 1:
-        raise bad_request("give exactly one of 'latency_ms', 'slowdown', 'cache_flush', 'leak_mb' or 'clear'")
+    `{"memory_pressure": share, "seconds": S}`, `{"cache_flush": true}`, `{"leak_mb": N}`
+    (0 frees what was leaked), `{"kv_fragmentation": share}` (0 gives the blocks back) or
+    `{"clear": true}`."""
+    kinds = [k for k in FAULT_KINDS if k in body]
+    expected = ", ".join(repr(k) for k in FAULT_KINDS)
+    if not kinds:
+        unknown = sorted(set(body) - {"seconds"})
+        if unknown:
+            raise bad_request(f"unknown fault {', '.join(map(repr, unknown))}; expected one of {expected}", unknown[0])
+        raise bad_request(f"give exactly one of {expected}")
+    if len(kinds) > 1:
+        raise bad_request(f"give exactly one of {expected}; got {', '.join(map(repr, kinds))}")
     kind = kinds[0]
-    if kind in ("latency_ms", "slowdown"):
+    if kind in TIMED_FAULTS:
         _only(body, {kind, "seconds"})
         if "seconds" not in body:
-            raise bad_request(f"'{kind}' needs 'seconds' (how long the fault lasts)")
+            raise bad_request(f"'{kind}' needs 'seconds' (how long the fault lasts)", "seconds")
         seconds = _number(body, "seconds", 0.1, MAX_SECONDS)
         if kind == "latency_ms":
             return FaultRequest(latency_ms=_number(body, "latency_ms", 0, 60_000), seconds=seconds)
-        return FaultRequest(slowdown=_number(body, "slowdown", 1.0, 100.0), seconds=seconds)
+        if kind == "slowdown":
+            return FaultRequest(slowdown=_number(body, "slowdown", 1.0, 100.0), seconds=seconds)
+        return FaultRequest(memory_pressure=_number(body, "memory_pressure", 0, 1), seconds=seconds)
     _only(body, {kind})
     if kind == "leak_mb":
         return FaultRequest(leak_mb=_integer(body, "leak_mb", 0, max_leak_mb))
+    if kind == "kv_fragmentation":
+        return FaultRequest(kv_fragmentation=_number(body, "kv_fragmentation", 0, 1))
     if body[kind] is not True:
-        raise bad_request(f"'{kind}' must be true")
+        raise bad_request(f"'{kind}' must be true", kind)
     return FaultRequest(cache_flush=kind == "cache_flush", clear=kind == "clear")

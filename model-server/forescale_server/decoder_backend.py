@@ -23,7 +23,7 @@ from torch import nn
 from .backend import COMPLETIONS, BatchResult
 from .calibration import calibration_sentences
 from .errors import bad_request
-from .kv_cache import PagedKVCache
+from .kv_cache import BlockAllocator, PagedKVCache, leak_kv_blocks
 
 log = logging.getLogger("forescale.server")
 
@@ -162,8 +162,20 @@ class DecoderBackend:
             raise ValueError(f"precision {precision!r} was not prepared")
         self.precision = precision
 
+    @property
+    def kv_allocator(self) -> BlockAllocator | None:
+        """The KV pool's bookkeeping, once the model is loaded."""
+        return self.kv.allocator if hasattr(self, "kv") else None
+
+    async def leak_kv(self, share: float) -> dict:
+        """The `kv_fragmentation` fault. On the model's thread: `generate` reserves blocks there."""
+        if self.kv_allocator is None:
+            raise RuntimeError("the model is not loaded yet")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, leak_kv_blocks, self.kv_allocator, share)
+
     def stats(self) -> dict:
-        stats = {"kv_used": self.kv.allocator.used, "kv_free": self.kv.allocator.available} if hasattr(self, "kv") else {}
+        kv = self.kv_allocator
+        stats = {"kv_used": kv.used, "kv_free": kv.available, "kv_fragmentation": kv.fragmentation} if kv else {}
         if self.device.type == "cuda":
             stats["gpu_memory_bytes"] = torch.cuda.memory_allocated(self.device)
         return stats

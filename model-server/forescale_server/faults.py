@@ -3,6 +3,12 @@
 Latency and slowdown act on the compute stage of every batch, as a slow or
 throttled GPU would: the batch occupies the worker for longer, so queueing
 builds up behind it exactly as in a real incident.
+
+Memory pressure takes a share of the device's room: a batch whose items do
+not fit in what is left is refused as a real allocator refuses it (the
+server logs an out-of-memory warning and counts it), and the batcher retries
+its halves, so smaller batches still run and throughput falls; at share 1
+every allocation is refused and requests fail with 503 "out of memory".
 """
 
 from __future__ import annotations
@@ -24,12 +30,25 @@ class FaultState:
         self._slowdown = 1.0
         self._slowdown_until = 0.0
         self._leaks: list[bytearray] = []
+        self._pressure = 0.0
+        self._pressure_until = 0.0
 
     def add_latency(self, ms: float, seconds: float) -> None:
         self._latency_ms, self._latency_until = ms, self._clock() + seconds
 
     def add_slowdown(self, factor: float, seconds: float) -> None:
         self._slowdown, self._slowdown_until = factor, self._clock() + seconds
+
+    def add_memory_pressure(self, share: float, seconds: float) -> None:
+        self._pressure, self._pressure_until = share, self._clock() + seconds
+
+    def memory_pressure(self) -> float:
+        """Share (0..1) of the device's room held by the memory-pressure fault now."""
+        return self._pressure if self._clock() < self._pressure_until else 0.0
+
+    def batch_room(self, max_batch: int) -> int:
+        """Items a batch may hold before its allocation is refused (`max_batch` without pressure)."""
+        return int(max_batch * (1.0 - self.memory_pressure()))
 
     def latency_s(self) -> float:
         """Extra seconds added to each batch now."""
@@ -61,7 +80,7 @@ class FaultState:
 
     def clear(self) -> None:
         """Lift every fault and free leaked memory."""
-        self._latency_until = self._slowdown_until = 0.0
+        self._latency_until = self._slowdown_until = self._pressure_until = 0.0
         self._leaks.clear()
 
     def describe(self) -> dict:
@@ -73,4 +92,6 @@ class FaultState:
             "slowdown": self.slowdown(),
             "slowdown_seconds_left": max(0.0, round(self._slowdown_until - now, 3)),
             "leaked_mb": self.leaked_mb,
+            "memory_pressure": self.memory_pressure(),
+            "memory_pressure_seconds_left": max(0.0, round(self._pressure_until - now, 3)),
         }

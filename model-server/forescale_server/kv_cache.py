@@ -3,9 +3,15 @@
 Keys and values live in one pool of fixed-size blocks, allocated up front. A
 sequence takes a block whenever it crosses a block boundary and gives all of
 them back when it ends, so memory is proportional to the tokens actually held
-(at most one partly filled block per sequence) and never fragments, instead of
-a maximum-context slab per sequence. `BlockAllocator` is the bookkeeping (pure
-Python, also used by the benchmark); `PagedKVCache` adds the tensors.
+(at most one partly filled block per sequence), instead of a maximum-context
+slab per sequence. `BlockAllocator` is the bookkeeping (pure Python, also used
+by the benchmark and the emulated decoder); `PagedKVCache` adds the tensors.
+
+Fragmentation is the share of the used blocks' slots that hold no token:
+healthy serving wastes under one block per running sequence. The
+`kv_fragmentation` fault (`leak`) takes blocks that each hold one token and
+are never given back, as a leaking scheduler would: usage and fragmentation
+both rise, and the diagnosis reads both (`forescale_kv_*` series).
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ class BlockAllocator:
         self._free = list(range(num_blocks - 1, -1, -1))  # pop() hands out low ids first
         self._tables: dict[object, list[int]] = {}
         self._lengths: dict[object, int] = {}
+        #: the sequence ids of leaked blocks: fresh objects, equal to no serving sequence id
+        self._leaked: list[object] = []
 
     def blocks_for(self, tokens: int) -> int:
         return math.ceil(tokens / self.block_size)
@@ -61,6 +69,49 @@ class BlockAllocator:
     @property
     def available(self) -> int:
         return len(self._free)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens held by every sequence (leaked blocks hold one each)."""
+        return sum(self._lengths.values())
+
+    @property
+    def fragmentation(self) -> float:
+        """Share of the used blocks' token slots holding no token; 0 with no block used."""
+        used = self.used
+        return 0.0 if used == 0 else 1.0 - self.tokens / (used * self.block_size)
+
+    @property
+    def leaked(self) -> int:
+        """Blocks taken by `leak` and not yet given back."""
+        return len(self._leaked)
+
+    def leak(self, blocks: int) -> int:
+        """Take up to `blocks` more free blocks, one token each, never freed by serving
+        (`free_leaked` gives them back). Returns the blocks leaked in all."""
+        if blocks < 0:
+            raise ValueError(f"blocks must be >= 0, got {blocks}")
+        for _ in range(min(blocks, len(self._free))):
+            seq = object()
+            self.reserve(seq, 1)
+            self._leaked.append(seq)
+        return len(self._leaked)
+
+    def free_leaked(self) -> None:
+        """Give every leaked block back."""
+        for seq in self._leaked:
+            self.free(seq)
+        self._leaked.clear()
+
+
+def leak_kv_blocks(kv: BlockAllocator, share: float) -> dict:
+    """Leak `share` (0..1) of the pool's blocks more, as far as free blocks last; 0 frees every leaked block."""
+    if share == 0:
+        kv.free_leaked()
+    else:
+        kv.leak(round(share * kv.num_blocks))
+    return {"kv_leaked_blocks": kv.leaked, "kv_blocks_used": kv.used, "kv_blocks": kv.num_blocks,
+            "kv_fragmentation": round(kv.fragmentation, 4)}
 
 
 class PagedKVCache:

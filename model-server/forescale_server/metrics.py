@@ -3,17 +3,26 @@
 Every series carries `deployment`, `pool` and `precision`. Precision is the
 one in force when the sample was taken, so a switch starts new series.
 Counters and histograms are prometheus_client objects; state that is cheaper
-to read than to track (queue depth, KV blocks, agreement, GPU memory) is read
-at scrape time by a collector.
+to read than to track (queue depth, KV blocks and fragmentation, agreement,
+GPU memory) is read at scrape time by a collector.
+
+The root-cause diagnosis (docs/diagnosis.md) reads these series; the ones
+added for it are the request lengths (`forescale_input_tokens`,
+`forescale_output_tokens`), the device's busy time
+(`forescale_device_busy_seconds_total`), KV fragmentation
+(`forescale_kv_fragmentation_ratio`) and the out-of-memory warnings
+(`forescale_oom_warnings_total`).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from forescale_profiles.precision import PRECISIONS
 
 from .config import Labels
 
@@ -37,6 +46,8 @@ def latency_buckets() -> tuple[float, ...]:
 disable_created_metrics()
 
 BATCH_BUCKETS = (1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256)
+#: tokens per input or output: powers of two up to a long context; the diagnosis reads only sum / count
+TOKEN_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
 
 class ServerMetrics:
@@ -44,8 +55,8 @@ class ServerMetrics:
 
     def __init__(self, labels: Labels, state: Callable[[], dict]):
         """`state()` returns the scrape-time values: precision, queue_depth,
-        emulated, agreement {precision: value}, kv_used, kv_free, gpu_memory_bytes,
-        cache_entries, leaked_bytes (absent keys are skipped)."""
+        emulated, agreement {precision: value}, kv_used, kv_free, kv_fragmentation,
+        gpu_memory_bytes, cache_entries, leaked_bytes (absent keys are skipped)."""
         self.labels = labels
         self._state = state
         self.registry = CollectorRegistry(auto_describe=True)
@@ -61,6 +72,18 @@ class ServerMetrics:
         self.cache_hits = Counter("forescale_cache_hits", "Result-cache hits", BASE_LABELS, registry=self.registry)
         self.cache_misses = Counter("forescale_cache_misses", "Result-cache misses", BASE_LABELS, registry=self.registry)
         self.switches = Counter("forescale_precision_switches", "Precision switches", BASE_LABELS, registry=self.registry)
+        self.input_tokens = Histogram("forescale_input_tokens", "Tokens per input (embeddings) or prompt (completions)",
+                                      BASE_LABELS, buckets=TOKEN_BUCKETS, registry=self.registry)
+        self.output_tokens = Histogram("forescale_output_tokens", "Tokens per completion (completions only)",
+                                       BASE_LABELS, buckets=TOKEN_BUCKETS, registry=self.registry)
+        self.busy = Counter("forescale_device_busy_seconds", "Seconds the device spent computing batches (one batch at a time)",
+                            BASE_LABELS, registry=self.registry)
+        self.oom_warnings = Counter("forescale_oom_warnings", "Out-of-memory warnings: device allocations refused",
+                                    BASE_LABELS, registry=self.registry)
+        # A counter's first increment is invisible to increase() unless its series existed at 0
+        # before it: the diagnosis asks "any warning in the last minute?", so every precision's starts at 0.
+        for precision in PRECISIONS:
+            self.oom_warnings.labels(*self._base(precision))
         self.registry.register(_StateCollector(self))
 
     def _base(self, precision: str) -> tuple[str, str, str]:
@@ -83,6 +106,23 @@ class ServerMetrics:
 
     def observe_switch(self, precision: str) -> None:
         self.switches.labels(*self._base(precision)).inc()
+
+    def observe_tokens(self, precision: str, inputs: Sequence[int], outputs: Sequence[int] = ()) -> None:
+        """The length of each input (prompt) and each completion of one request."""
+        hist = self.input_tokens.labels(*self._base(precision))
+        for n in inputs:
+            hist.observe(n)
+        if outputs:
+            hist = self.output_tokens.labels(*self._base(precision))
+            for n in outputs:
+                hist.observe(n)
+
+    def observe_busy(self, precision: str, seconds: float) -> None:
+        if seconds > 0:
+            self.busy.labels(*self._base(precision)).inc(seconds)
+
+    def observe_oom(self, precision: str) -> None:
+        self.oom_warnings.labels(*self._base(precision)).inc()
 
     def exposition(self) -> bytes:
         """The text exposition format for `GET /metrics`."""
@@ -112,7 +152,8 @@ class _StateCollector(Collector):
             gauge("forescale_emulated", "1 when compute is emulated (--emulate-gpu), 0 on real hardware", state.get("emulated")),
             gauge("forescale_kv_blocks_used", "Paged KV-cache blocks in use", state.get("kv_used")),
             gauge("forescale_kv_blocks_free", "Paged KV-cache blocks free", state.get("kv_free")),
-            gauge("forescale_gpu_memory_bytes", "CUDA memory allocated by the model server", state.get("gpu_memory_bytes")),
+            gauge("forescale_kv_fragmentation_ratio", "Share of the used KV blocks' token slots holding no token", state.get("kv_fragmentation")),
+            gauge("forescale_gpu_memory_bytes", "Device memory allocated by the model server (CUDA; emulated with --emulate-gpu)", state.get("gpu_memory_bytes")),
             gauge("forescale_cache_entries", "Result-cache entries", state.get("cache_entries")),
             gauge("forescale_fault_leaked_bytes", "Memory held by the leak fault", state.get("leaked_bytes")),
         ]

@@ -19,6 +19,7 @@ from .embedding_encoding import dimensions_of, wire_form
 from .errors import APIError, bad_request
 from .faults import FaultState
 from .hot_inputs import HotInputs
+from .kv_cache import KVCacheFull
 from .metrics import ServerMetrics
 from .request_parsing import CompletionRequest, EmbeddingRequest, Item
 from .result_cache import cache_key, make_cache
@@ -134,17 +135,35 @@ class ModelServer:
     async def _run_batch(self, batch: list[Pending]) -> list[Any]:
         async with self._swap_lock:
             precision = self.backend.precision
-            result = await self.backend.run_batch([p.item for p in batch])
+            self._check_memory(precision, len(batch))
+            try:
+                result = await self.backend.run_batch([p.item for p in batch])
+            except KVCacheFull as exc:
+                raise APIError(503, f"KV cache full: {exc}", "server_error", {"Retry-After": "1"}, code="kv_cache_full") from None
             # A slowed or stalled device keeps the worker busy for longer.
             extra = self.faults.latency_s() + (self.faults.slowdown() - 1.0) * result.compute_s
             if extra > 0:
                 await asyncio.sleep(extra)
                 result.compute_s += extra
+            self.metrics.observe_busy(precision, result.compute_s)
         stages = {"preprocess": result.preprocess_s, "compute": result.compute_s, "postprocess": result.postprocess_s}
         for p in batch:
             p.meta["precision"] = precision
             p.meta["stages"] = stages
         return result.outputs
+
+    def _check_memory(self, precision: str, size: int) -> None:
+        """Refuse a batch the memory-pressure fault leaves no room for, as a device allocator
+        would: an out-of-memory warning, counted. The batcher then runs the batch's halves apart,
+        so what fits still runs; a lone item that does not fit fails its request with a 503."""
+        room = self.faults.batch_room(self.batcher.max_batch)
+        if size <= room:
+            return
+        self.metrics.observe_oom(precision)
+        log.warning("out of memory: the device refused the allocation for a batch of %d item(s); room for %d "
+                    "(memory_pressure fault holds %.0f%% of the device's room)", size, room, 100 * self.faults.memory_pressure())
+        raise APIError(503, f"out of memory: the device refused the allocation for this request's batch ({size} item(s), room for {room}); "
+                            "retry later", "server_error", {"Retry-After": "1"}, code="out_of_memory")
 
     async def _compute(self, items: list, conversation: str | None, turn: int | None) -> tuple[list, dict[str, float], int]:
         """Results for `items` from the cache or the batcher; stage times; hits."""
@@ -203,6 +222,7 @@ class ModelServer:
             raise bad_request(f"'dimensions' must be {native} for {self.backend.model_name!r}, which has no shorter embeddings; "
                               f"got {req.dimensions}", "dimensions")
         tokens = sum(r[1] for r in results)
+        self.metrics.observe_tokens(self.backend.precision, [r[1] for r in results])
         data = ",".join(f'{{"object":"embedding","index":{i},"embedding":{wire_form(r[0], req.encoding_format)}}}'
                         for i, r in enumerate(results))
         body = (
@@ -222,6 +242,7 @@ class ModelServer:
         results, stages, _ = await self._compute(items, req.conversation, req.turn)
         prompt_tokens = sum(r[1] for r in results)
         completion_tokens = sum(r[2] for r in results) * req.n
+        self.metrics.observe_tokens(self.backend.precision, [r[1] for r in results], [r[2] for r in results])
         choices = []
         for prompt, (text, _, _) in zip(req.prompts, results):
             text, finish = cut_at_stop(text, req.stop)
@@ -351,23 +372,37 @@ class ModelServer:
             "table": torch_table or session.table(),
         }
 
-    def fault(self, req: FaultRequest) -> dict:
+    async def fault(self, req: FaultRequest) -> dict:
         """Apply one fault (the admin route checks --enable-faults)."""
+        kv: dict = {}
         if req.latency_ms is not None:
             self.faults.add_latency(req.latency_ms, req.seconds or 0)
         elif req.slowdown is not None:
             self.faults.add_slowdown(req.slowdown, req.seconds or 0)
+        elif req.memory_pressure is not None:
+            self.faults.add_memory_pressure(req.memory_pressure, req.seconds or 0)
         elif req.cache_flush:
             self.cache.clear()
         elif req.leak_mb is not None:
             try:
                 self.faults.leak(req.leak_mb)
             except ValueError as exc:
-                raise bad_request(str(exc)) from None
+                raise bad_request(str(exc), "leak_mb") from None
+        elif req.kv_fragmentation is not None:
+            leak_kv = getattr(self.backend, "leak_kv", None)
+            if leak_kv is None:
+                raise bad_request(f"'kv_fragmentation': model {self.backend.model_name!r} ({self.backend.task}) has no KV cache; "
+                                  "the fault needs a decoder", "kv_fragmentation")
+            if not self.ready:
+                raise APIError(503, "model is still loading; poll /readyz", "server_error", code="server_not_ready")
+            kv = await leak_kv(req.kv_fragmentation)
         elif req.clear:
             self.faults.clear()
+            leak_kv = getattr(self.backend, "leak_kv", None)
+            if leak_kv is not None and self.ready:
+                kv = await leak_kv(0)
         log.warning("fault injected: %s", {k: v for k, v in vars(req).items() if v not in (None, False)})
-        return {"faults": self.faults.describe(), "cache_entries": len(self.cache)}
+        return {"faults": {**self.faults.describe(), **kv}, "cache_entries": len(self.cache)}
 
     # --- metrics ----------------------------------------------------------
 
@@ -382,4 +417,9 @@ class ModelServer:
             "variant": self.variant_info(),
         }
         state.update(self.backend.stats())
+        memory = getattr(self.backend, "device_memory", None)
+        if memory is not None:
+            # Emulation: what the faults hold counts as device memory (emulated_memory.py).
+            state["gpu_memory_bytes"] = memory.used_bytes(self.backend.precision, self.faults.leaked_mb << 20,
+                                                          self.faults.memory_pressure())
         return state

@@ -1,8 +1,8 @@
 """The operator's own Prometheus metrics, served on FORESCALE_METRICS_PORT.
 
 - `OperatorMetrics`: per resource, the forecast per horizon step, desired and
-  ready replicas, weights, phase, decision time and forecast error (the tick's
-  report step writes them);
+  ready replicas, weights, phase, decision time, forecast error and the
+  root-cause diagnosis's scores (the tick's report step writes them);
 - the counters of handler runs and ticks, with the ticks' lag and duration
   (registration.py counts them), process-wide.
 
@@ -60,6 +60,9 @@ class OperatorMetrics:
         self.forecast_model = Gauge("forescale_operator_forecast_model", "1 for the model that forecast last (lstm or the baseline ahead of it), 0 otherwise", _RESOURCE + ("model",), registry=r)
         self.metrics_available = Gauge("forescale_operator_metrics_available", "1 when the resource's metrics could be read", _RESOURCE, registry=r)
         self.cutback_step = Gauge("forescale_operator_cutback_step", "Current cut-back step (0 outside a cut-back)", _RESOURCE, registry=r)
+        self.root_cause = Gauge("forescale_operator_root_cause_suspected",
+                                "The last diagnosis's score per cause: 0.5..1 when suspected, 0 when clear or unknown",
+                                _RESOURCE + ("pool", "cause"), registry=r)
         self.decision_duration = Histogram(
             "forescale_operator_decision_duration_seconds",
             "Forecast plus engine time per resource per tick",
@@ -120,6 +123,17 @@ class OperatorMetrics:
 
     def record_cutback_step(self, namespace: str, name: str, step: int) -> None:
         self._set(self.cutback_step, (namespace, name), step)
+
+    def record_diagnosis(self, namespace: str, name: str, pool: str, scores: Mapping[str, float]) -> None:
+        """One diagnosis: every cause of the checklist with its score (0 unless suspected).
+
+        Plain data, so this module needs nothing of the diagnosis package; the caller passes
+        `{f.cause: f.score for f in diagnosis.findings}`. A score that is not a finite number in
+        [0, 1] is written as 0: a broken diagnosis must not paint a cause on the dashboard.
+        """
+        for cause, score in scores.items():
+            usable = isinstance(score, (int, float)) and not isinstance(score, bool) and 0.0 <= score <= 1.0
+            self._set(self.root_cause, (namespace, name, pool, str(cause)), float(score) if usable else 0.0)
 
     def observe_decision_seconds(self, seconds: float) -> None:
         self.decision_duration.observe(seconds)

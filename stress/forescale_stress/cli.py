@@ -16,7 +16,7 @@ from rich.console import Console
 from forescale_stress.admin import AdminClient, load_token
 from forescale_stress.chaos import check_kill_allowed
 from forescale_stress.errors import StressError
-from forescale_stress.faults import DegradeSpec, FaultSpec, parse_degrade, parse_fault
+from forescale_stress.faults import CLIENT_KINDS, DegradeSpec, FaultSpec, check_input_scale, parse_degrade, parse_fault
 from forescale_stress.runner import Progress, RunConfig, Runner
 from forescale_stress.schedule import ARRIVALS, DEFAULT_MAX_SECONDS, Bounds, Ramp
 from forescale_stress.target import parse_target, probe
@@ -37,6 +37,7 @@ def build_config(
     request_timeout: float, model: str, distinct_inputs: int, zipf: float, fault: list[str],
     degrade: list[str], kill_pid: Optional[int], fault_grace: float, degrade_window: float,
     window_min_samples: int, recovery_window: float = 5.0, warmup_seconds: float = 0.0, probe_seconds: float = 10.0,
+    input_scale: float = 1.0,
 ) -> RunConfig:
     """Validate every option and build the run's config; raises StressError
     naming the first problem. No network access happens here."""
@@ -58,6 +59,7 @@ def build_config(
     if distinct_inputs < 0:
         raise StressError(f"--distinct-inputs must be >= 0 (0: every input distinct), got {distinct_inputs}")
     _check_positive("--zipf", zipf, allow_zero=True)
+    check_input_scale(input_scale, "--input-scale")
     _check_positive("--fault-grace", fault_grace, allow_zero=True)
     _check_positive("--degrade-window", degrade_window)
     _check_positive("--recovery-window", recovery_window)
@@ -89,7 +91,8 @@ def build_config(
             check_kill_allowed(target, f)
     return RunConfig(
         target=target, ramp=ramp, bounds=bounds, arrivals=arrivals, seed=seed, connections=connections,
-        timeout_s=request_timeout, model=model, distinct_inputs=distinct_inputs, zipf=zipf, faults=faults,
+        timeout_s=request_timeout, model=model, distinct_inputs=distinct_inputs, zipf=zipf, input_scale=input_scale,
+        faults=faults,
         degradations=degradations, fault_grace_s=fault_grace, degrade_window_s=degrade_window,
         window_min_samples=window_min_samples, recovery_window_s=recovery_window,
         warmup_s=warmup_seconds, probe_s=probe_seconds if start_rate is None else 0.0,
@@ -99,7 +102,7 @@ def build_config(
 def needs_admin(faults: tuple[FaultSpec, ...], degradations: tuple[DegradeSpec, ...]) -> list[str]:
     """The admin paths a run will call (empty when it needs no token)."""
     paths = []
-    if any(f.kind != "kill" for f in faults):
+    if any(f.kind not in CLIENT_KINDS for f in faults):
         paths.append("/admin/faults")
     paths += sorted({d.admin_path() for d in degradations})
     return paths
@@ -155,8 +158,12 @@ def stress(
     distinct_inputs: int = typer.Option(0, help="0: every request's input is new (no cache hits); N: draw from N "
                                               "inputs with Zipf popularity (for cache faults and warm-ups)"),
     zipf: float = typer.Option(1.0, help="Zipf exponent of input popularity (0 = uniform)"),
+    input_scale: float = typer.Option(1.0, help="every input this many times longer in words (a request-mix shift; "
+                                                "the fault 'at=60s,input_scale=4,seconds=120' shifts in mid-run)"),
     fault: list[str] = typer.Option([], help="e.g. 'at=30s,latency_ms=200,seconds=20', 'at=60s,slowdown=2.5,seconds=30', "
-                                           "'at=90s,cache_flush', 'at=100s,leak_mb=50', 'at=120s,kill'"),
+                                           "'at=90s,cache_flush', 'at=100s,leak_mb=50', 'at=100s,kv_fragmentation=0.5', "
+                                           "'at=60s,memory_pressure=0.75,seconds=30', 'at=60s,input_scale=4,seconds=60', "
+                                           "'at=120s,kill'"),
     degrade: list[str] = typer.Option([], help="e.g. 'at=60s,precision=int8' or 'at=90s,warmup[=N]'"),
     kill_pid: Optional[int] = typer.Option(None, help="process killed by `kill` faults (loopback targets only)"),
     admin_token_file: Optional[Path] = typer.Option(None, help="file holding the admin bearer token "
@@ -179,7 +186,7 @@ def stress(
             request_timeout=request_timeout, model=model, distinct_inputs=distinct_inputs, zipf=zipf,
             fault=fault, degrade=degrade, kill_pid=kill_pid, fault_grace=fault_grace,
             degrade_window=degrade_window, window_min_samples=window_min_samples, recovery_window=recovery_window,
-            warmup_seconds=warmup_seconds, probe_seconds=probe_seconds,
+            warmup_seconds=warmup_seconds, probe_seconds=probe_seconds, input_scale=input_scale,
         )
         token = None
         if needs_admin(config.faults, config.degradations):

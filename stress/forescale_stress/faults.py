@@ -16,9 +16,16 @@ from forescale_profiles.precision import PRECISIONS
 from forescale_stress.errors import StressError
 
 #: fault kind -> the spec key that selects it
-FAULT_KINDS = ("latency_ms", "slowdown", "cache_flush", "leak_mb", "kill")
+FAULT_KINDS = ("latency_ms", "slowdown", "cache_flush", "leak_mb", "kv_fragmentation", "memory_pressure",
+               "input_scale", "kill")
 #: kinds whose effect lasts `seconds`; the others act at one instant
-TIMED_KINDS = ("latency_ms", "slowdown")
+TIMED_KINDS = ("latency_ms", "slowdown", "memory_pressure", "input_scale")
+#: kinds this tool carries out itself, without the server's admin API: a process kill, and a
+#: request-mix shift (`input_scale`: inputs this many times longer for `seconds`)
+CLIENT_KINDS = ("kill", "input_scale")
+#: the longest inputs `input_scale` (and `--input-scale`) may ask for: the server refuses inputs
+#: over 8,192 characters, and the stress inputs are up to ~16 words of ~7 characters
+MAX_INPUT_SCALE = 64.0
 SIGNALS = ("kill", "term")
 #: `warmup` without a number warms this many of the most frequent recent inputs
 DEFAULT_WARMUP_TOP = 100
@@ -61,7 +68,7 @@ def _number(value: str | None, key: str, what: str, *, positive: bool = True) ->
     except ValueError:
         raise StressError(f"{what}: {key}={value!r} is not a number") from None
     if not math.isfinite(number) or (positive and number <= 0):
-        raise StressError(f"{what}: {key} must be a positive number, got {value}")
+        raise StressError(f"{what}: {key} must be a {'positive' if positive else 'finite'} number, got {value}")
     return number
 
 
@@ -101,6 +108,10 @@ class FaultSpec:
             return {"cache_flush": True}
         if self.kind == "leak_mb":
             return {"leak_mb": int(self.value)}
+        if self.kind == "kv_fragmentation":
+            return {"kv_fragmentation": self.value}
+        if self.kind == "memory_pressure":
+            return {"memory_pressure": self.value, "seconds": self.seconds}
         return None
 
     def label(self) -> str:
@@ -108,8 +119,10 @@ class FaultSpec:
         at = f"at={self.at:g}s"
         if self.kind == "latency_ms":
             return f"latency_ms={self.value:g} {at} for {self.seconds:g}s"
-        if self.kind == "slowdown":
-            return f"slowdown={self.value:g} {at} for {self.seconds:g}s"
+        if self.kind in ("slowdown", "memory_pressure", "input_scale"):
+            return f"{self.kind}={self.value:g} {at} for {self.seconds:g}s"
+        if self.kind in ("kv_fragmentation",):
+            return f"{self.kind}={self.value:g} {at}"
         if self.kind == "leak_mb":
             return f"leak_mb={self.value:g} {at}"
         if self.kind == "kill":
@@ -126,7 +139,9 @@ def parse_fault(spec: str, kill_pid: int | None = None) -> FaultSpec:
     kinds = [key for key in items if key in FAULT_KINDS]
     if len(kinds) != 1:
         found = ", ".join(kinds) if kinds else "none"
-        raise StressError(f"{what}: name exactly one fault kind of {', '.join(FAULT_KINDS)} (found {found})")
+        strangers = [key for key in items if key not in FAULT_KINDS and key not in ("seconds", "pid", "signal")]
+        unknown = f"; {', '.join(map(repr, strangers))} is not a fault kind" if strangers and not kinds else ""
+        raise StressError(f"{what}: name exactly one fault kind of {', '.join(FAULT_KINDS)} (found {found}){unknown}")
     kind = kinds[0]
     allowed = {kind, "seconds"} if kind in TIMED_KINDS else {kind}
     if kind == "kill":
@@ -147,9 +162,17 @@ def parse_fault(spec: str, kill_pid: int | None = None) -> FaultSpec:
         value = _number(items[kind], kind, what)
         if kind == "slowdown" and value < 1:
             raise StressError(f"{what}: slowdown is a factor >= 1 (2.5 means 2.5x slower), got {value:g}")
+        if kind == "memory_pressure" and value > 1:
+            raise StressError(f"{what}: memory_pressure is the share of the device's room held, in (0, 1], got {value:g}")
+        if kind == "input_scale":
+            value = check_input_scale(value, f"{what}: input_scale")
     elif kind == "cache_flush":
         if items[kind] not in (None, "true", "1"):
             raise StressError(f"{what}: cache_flush is a flag (write just cache_flush)")
+    elif kind == "kv_fragmentation":
+        value = _number(items[kind], kind, what, positive=False)
+        if not 0 <= value <= 1:
+            raise StressError(f"{what}: kv_fragmentation is the share of the KV pool to leak, 0 to 1 (0 gives it back), got {value:g}")
     elif kind == "leak_mb":
         value = _number(items[kind], kind, what)
         if value != int(value):
@@ -167,6 +190,13 @@ def parse_fault(spec: str, kill_pid: int | None = None) -> FaultSpec:
         if signal not in SIGNALS:
             raise StressError(f"{what}: signal must be one of {', '.join(SIGNALS)}")
     return FaultSpec(text=spec, kind=kind, at=at, seconds=seconds, value=value, pid=pid, signal=signal)
+
+
+def check_input_scale(value: float, name: str) -> float:
+    """How many times longer inputs are: finite, > 0 and at most MAX_INPUT_SCALE; `name` is what the error names."""
+    if not math.isfinite(value) or not 0 < value <= MAX_INPUT_SCALE:
+        raise StressError(f"{name} must be a number in (0, {MAX_INPUT_SCALE:g}], got {value:g}")
+    return value
 
 
 def _pid(value: str | None, what: str) -> int:

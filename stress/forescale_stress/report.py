@@ -81,6 +81,7 @@ def build_report(result: RunResult) -> dict:
         "endpoint": cfg.target.kind,
         "arrivals": cfg.arrivals,
         "seed": cfg.seed,
+        "input_scale": cfg.input_scale,
         "slo_ms": cfg.bounds.slo_ms,
         "start_rate": cfg.ramp.start_rate,
         "start_rate_from": "probe" if cfg.probe_s > 0 else "--start-rate",

@@ -51,6 +51,8 @@ class RunConfig:
     model: str = "minilm"
     distinct_inputs: int = 0
     zipf: float = 1.0
+    #: every input this many times longer (`input_scale` faults change it for a while)
+    input_scale: float = 1.0
     faults: tuple[FaultSpec, ...] = ()
     degradations: tuple[DegradeSpec, ...] = ()
     #: steps overlapping [fault start, fault end + grace] neither stop the
@@ -138,6 +140,7 @@ class Runner:
         self._stop = asyncio.Event()
         self._step = 0
         self._rate = config.ramp.start_rate
+        self._picker: InputPicker | None = None
 
     async def run(self) -> RunResult:
         """Probe and warm up (when configured), then run the ramp to a stop condition."""
@@ -146,7 +149,8 @@ class Runner:
         started = loop.time()
         cpu_start = time.process_time()
         self._install_sigint(loop)
-        picker = InputPicker(cfg.target.kind, cfg.model, cfg.distinct_inputs, cfg.zipf, cfg.seed)
+        picker = InputPicker(cfg.target.kind, cfg.model, cfg.distinct_inputs, cfg.zipf, cfg.seed, cfg.input_scale)
+        self._picker = picker
         drain = cfg.bounds.drain_seconds(cfg.timeout_s)
         connector = aiohttp.TCPConnector(limit=cfg.connections, limit_per_host=cfg.connections)
         timeout = aiohttp.ClientTimeout(total=cfg.timeout_s)
@@ -256,6 +260,9 @@ class Runner:
             event.error = self._kill(spec)
             event.answered_at = clock()
             return
+        if isinstance(spec, FaultSpec) and spec.kind == "input_scale":
+            await self._shift_inputs(event, clock)
+            return
         if self._admin is None:  # the CLI refuses this earlier; kept as a guard
             event.error = "no admin token"
             event.answered_at = clock()
@@ -266,6 +273,20 @@ class Runner:
             result = await self._admin.post(spec.admin_path(), spec.admin_body())
         event.answered_at = clock()
         event.error = result.error
+
+    async def _shift_inputs(self, event: TimelineEvent, clock) -> None:
+        """A request-mix shift: inputs `value` times longer for `seconds`, then back to the run's own."""
+        spec = event.spec
+        if self._picker is None:  # not started by run(); kept as a guard
+            event.error = "no load running"
+            event.answered_at = clock()
+            return
+        self._picker.set_scale(spec.value)
+        event.answered_at = clock()
+        try:
+            await asyncio.sleep(max(0.0, spec.end - clock()))
+        finally:
+            self._picker.set_scale(self.config.input_scale)
 
     async def _tick(self, gen: LoadGenerator, clock) -> None:
         if self._on_progress is None:

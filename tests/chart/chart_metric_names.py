@@ -26,6 +26,8 @@ OPERATOR_METRICS = {
     # forescale_operator.telemetry's process-wide counters: the loop's and handlers' runs
     "forescale_operator_ticks_total",
     "forescale_operator_reconciles_total",
+    # the root-cause diagnosis's scores (telemetry.record_diagnosis)
+    "forescale_operator_root_cause_suspected",
 }
 SERVER_METRICS = {
     "forescale_request_duration_seconds_bucket",
@@ -33,6 +35,16 @@ SERVER_METRICS = {
     "forescale_request_duration_seconds_count",
     "forescale_requests_total",
     "forescale_quality_agreement",
+    # the evidence the diagnosis reads (docs/diagnosis.md)
+    "forescale_input_tokens_sum",
+    "forescale_input_tokens_count",
+    "forescale_gpu_memory_bytes",
+    "forescale_kv_blocks_used",
+    "forescale_kv_blocks_free",
+    "forescale_kv_fragmentation_ratio",
+    "forescale_oom_warnings_total",
+    "forescale_cache_hits_total",
+    "forescale_cache_misses_total",
 }
 KNOWN_METRICS = OPERATOR_METRICS | SERVER_METRICS
 

@@ -55,6 +55,7 @@ def _telemetry_scene() -> bytes:
     m.record_pools("ml", "chat", desired={"a": 6, "b": 3}, ready={"a": 4, "b": 3}, weights={"a": 70, "b": 30})
     m.record_forecast_error("ml", "chat", 12.0)
     m.record_cutback_step("ml", "chat", 0)
+    m.record_diagnosis("ml", "chat", "a", {"request-mix": 0.97, "overload": 0.0, "cache-failure": 0.0})
     m.observe_decision_seconds(0.004)
     # mute: its metrics cannot be read.
     m.record_phase("ml", "mute", "Degraded", since=0.0)
@@ -73,9 +74,13 @@ def _server_scene() -> bytes:
     samples = []
     for pool, precision, seconds in (("a", "fp16", 0.18), ("b", "int8", 0.09)):
         labels = server_config.Labels(deployment="chat", pool=pool)
-        metrics = server_metrics.ServerMetrics(labels, state=lambda p=precision: {"precision": p})
+        # a decoder pod's scrape-time state: KV blocks and fragmentation, device memory
+        state = {"precision": precision, "kv_used": 600, "kv_free": 400, "kv_fragmentation": 0.1, "gpu_memory_bytes": 7e10}
+        metrics = server_metrics.ServerMetrics(labels, state=lambda s=state: s)
         metrics.observe_stage(precision, "total", seconds)
         metrics.observe_request(precision, 200)
+        metrics.observe_tokens(precision, [40, 60], [20])
+        metrics.observe_cache(precision, 3, 1)
         samples.append(metrics.exposition())
     return b"".join(samples)
 

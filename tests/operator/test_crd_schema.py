@@ -172,3 +172,26 @@ def test_status_weights_are_bounded_by_the_schema():
     errors = schema_errors({"status": {"weights": {"a": 101, "b": -1}}}, status_only)
     assert any("101 is greater than the maximum of 100" in e for e in errors)
     assert any("-1 is less than the minimum of 0" in e for e in errors)
+
+
+def test_status_diagnosis_names_exactly_the_checklists_causes_and_verdicts():
+    from forescale_operator.diagnosis import CAUSES
+    from forescale_operator.diagnosis.rules import STATUSES
+
+    diagnosis = SCHEMA["properties"]["status"]["properties"]["diagnosis"]["properties"]
+    item = diagnosis["findings"]["items"]["properties"]
+    assert diagnosis["top"]["enum"] == item["cause"]["enum"] == list(CAUSES)
+    assert sorted(item["status"]["enum"]) == sorted(STATUSES)
+    assert diagnosis["message"]["maxLength"] >= 1000  # rank.MAX_MESSAGE_CHARS
+
+
+@pytest.mark.parametrize("diagnosis,error", [
+    ({"top": "gremlins"}, "'gremlins' is not one of"),
+    ({"findings": [{"cause": "overload", "status": "maybe"}]}, "'maybe' is not one of"),
+    ({"findings": [{"cause": "overload", "status": "suspected", "score": 1.5}]}, "1.5 is greater than the maximum of 1"),
+    ({"findings": [{"status": "clear"}]}, "'cause' is a required property"),
+], ids=["unknown-top", "unknown-verdict", "score-over-1", "no-cause"])
+def test_status_diagnosis_refuses_what_the_checklist_never_writes(diagnosis, error):
+    status_only = {"type": "object", "properties": {"status": SCHEMA["properties"]["status"]}}
+    errors = schema_errors({"status": {"diagnosis": diagnosis}}, status_only)
+    assert any(error in e for e in errors), errors

@@ -51,3 +51,24 @@ def test_forget_drops_every_series_of_the_resource():
     text = _exposition(m)
     assert 'name="chat"' not in text
     assert 'name="other"' in text
+
+
+def test_a_diagnosis_is_one_score_per_cause_and_forget_drops_it():
+    from forescale_operator.diagnosis import CAUSES, Evidence, diagnose
+
+    diagnosis = diagnose(Evidence(input_tokens_mean=(300.0, 100.0), output_tokens_mean=(50.0, 50.0)))  # 3x: score 1
+    m = OperatorMetrics()
+    m.record_diagnosis("ml", "chat", "a", {f.cause: f.score for f in diagnosis.findings})
+    text = _exposition(m)
+    assert 'forescale_operator_root_cause_suspected{cause="request-mix",name="chat",namespace="ml",pool="a"} 1.0' in text
+    for cause in set(CAUSES) - {"request-mix"}:
+        assert f'forescale_operator_root_cause_suspected{{cause="{cause}",name="chat",namespace="ml",pool="a"}} 0.0' in text
+    m.forget("ml", "chat")
+    assert "forescale_operator_root_cause_suspected{" not in _exposition(m)
+
+
+@pytest.mark.parametrize("score", [float("nan"), float("inf"), -0.5, 1.5, True, "high", None])
+def test_a_score_that_is_not_a_share_is_written_as_zero(score):
+    m = OperatorMetrics()
+    m.record_diagnosis("ml", "chat", "a", {"overload": score})
+    assert 'forescale_operator_root_cause_suspected{cause="overload",name="chat",namespace="ml",pool="a"} 0.0' in _exposition(m)

@@ -81,3 +81,22 @@ async def test_completions_over_http_with_kv_metrics_and_int8(decoder):
         again = await client.post("/v1/completions", json={"prompt": "Hello world", "max_tokens": 2})
         assert again.status == 200
         decoder.activate_precision("fp32")
+
+
+async def test_kv_fragmentation_fault_leaks_real_kv_blocks_until_cleared(decoder):
+    async with serving(decoder, enable_faults=True) as (client, _):
+        try:
+            body = await (await client.post("/admin/faults", json={"kv_fragmentation": 0.5}, headers=AUTH)).json()
+            assert body["faults"]["kv_leaked_blocks"] == 32 and body["faults"]["kv_fragmentation"] == 0.75  # 1 token of 4
+            metrics = await (await client.get("/metrics")).text()
+            assert 'forescale_kv_blocks_used{deployment="chat",pool="b",precision="fp32"} 32.0' in metrics
+            assert 'forescale_kv_fragmentation_ratio{deployment="chat",pool="b",precision="fp32"} 0.75' in metrics
+            assert (await client.post("/v1/completions", json={"prompt": "Hello", "max_tokens": 2})).status == 200
+            await client.post("/admin/faults", json={"kv_fragmentation": 1.0}, headers=AUTH)  # the rest of the pool
+            full = await client.post("/v1/completions", json={"prompt": "Hello again", "max_tokens": 2})
+            error = (await full.json())["error"]
+            assert full.status == 503 and error["code"] == "kv_cache_full"
+        finally:
+            await client.post("/admin/faults", json={"clear": True}, headers=AUTH)
+        assert decoder.kv.allocator.used == 0
+        assert (await client.post("/v1/completions", json={"prompt": "Hello again", "max_tokens": 2})).status == 200

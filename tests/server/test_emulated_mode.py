@@ -3,6 +3,7 @@ without torch, quick to start, labelled as emulation."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -126,3 +127,37 @@ async def test_emulated_decoder_profile_serves_completions():
         body = await response.json()
     assert response.status == 200
     assert body["usage"] == {"prompt_tokens": 2, "completion_tokens": 3, "total_tokens": 5}
+
+
+@pytest.mark.parametrize("words,factor", [(1, 1.0), (128, 1.0), (256, 2.0), (384, 3.0), (2000, 4.0)])
+async def test_emulated_encoder_inputs_longer_than_the_profile_cost_more(words, factor):
+    backend = make_emulated("demo", "minilm", "fp16")
+    await backend.load()
+    result = await backend.run_batch(["short", " ".join(["w"] * words)])
+    assert result.compute_s == pytest.approx(factor * PROFILES["demo"].batch_ms("fp16", 2) / 1000.0)
+    assert [n for _, n in result.outputs] == [1, words]
+
+
+async def test_emulated_decoder_holds_kv_blocks_while_a_batch_runs_and_frees_them():
+    backend = make_emulated("a100-opt-13b", "opt-13b", "fp16")
+    seen = []
+
+    async def watch():
+        while True:
+            seen.append(backend.stats()["kv_used"])
+            await asyncio.sleep(0.005)
+
+    watcher = asyncio.ensure_future(watch())
+    await backend.run_batch([("a b c d", 30), ("e f", 2)])  # 34 and 4 tokens: 3 + 1 blocks of 16
+    watcher.cancel()
+    assert max(seen) == 4 and backend.stats()["kv_used"] == 0
+
+
+async def test_emulated_decoder_runs_in_turns_when_the_kv_pool_cannot_hold_the_batch():
+    backend = make_emulated("a100-opt-13b", "opt-13b", "fp16")
+    pool = backend.kv_allocator
+    whole = await backend.run_batch([("p", 16)] * 4)
+    pool.leak(pool.num_blocks - 2)  # room for two sequences of one block each
+    turns = await backend.run_batch([("p", 16)] * 4)
+    assert turns.compute_s > 1.5 * whole.compute_s, "two turns of two instead of one of four"
+    assert pool.used == pool.leaked

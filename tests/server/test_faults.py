@@ -41,3 +41,23 @@ def test_clear_lifts_everything():
     faults.leak(1)
     faults.clear()
     assert faults.describe()["slowdown"] == 1.0 and faults.leaked_mb == 0
+
+
+@pytest.mark.parametrize("share,room", [(0.0, 32), (0.25, 24), (0.5, 16), (0.99, 0), (1.0, 0)])
+def test_memory_pressure_leaves_room_for_smaller_batches(share, room):
+    faults = FaultState()
+    faults.add_memory_pressure(share, seconds=10)
+    assert faults.batch_room(32) == room
+    assert faults.describe()["memory_pressure"] == share
+
+
+def test_memory_pressure_expires_and_is_cleared():
+    clock = Clock()
+    faults = FaultState(clock=clock)
+    faults.add_memory_pressure(1.0, seconds=10)
+    assert faults.batch_room(8) == 0
+    clock.now = 11
+    assert faults.memory_pressure() == 0.0 and faults.batch_room(8) == 8
+    faults.add_memory_pressure(0.5, seconds=10)
+    faults.clear()
+    assert faults.batch_room(8) == 8

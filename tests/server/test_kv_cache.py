@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from forescale_server.kv_cache import BlockAllocator, KVCacheFull, PagedKVCache
+from forescale_server.kv_cache import BlockAllocator, KVCacheFull, PagedKVCache, leak_kv_blocks
 
 
 @pytest.mark.parametrize("block_size,tokens,blocks", [(16, 1, 1), (16, 16, 1), (16, 17, 2), (4, 33, 9)])
@@ -32,6 +32,46 @@ def test_a_full_pool_raises_and_keeps_its_state():
     with pytest.raises(KVCacheFull, match="0 of 2 are free"):
         alloc.reserve("b", 1)
     assert alloc.used == 2
+
+
+# (sequences' token counts, block size, blocks used, fragmentation)
+FRAGMENTATION = [
+    ([], 16, 0, 0.0),              # nothing held: no waste
+    ([16], 16, 1, 0.0),            # one full block
+    ([17], 16, 2, 15 / 32),        # a second block holding one token
+    ([1, 1, 1, 1], 16, 4, 15 / 16),  # four one-token sequences, the leak's pattern
+    ([10, 6], 4, 5, 4 / 20),       # 3 + 2 blocks hold 16 of 20 slots
+]
+
+
+@pytest.mark.parametrize("lengths,block_size,used,fragmentation", FRAGMENTATION)
+def test_fragmentation_is_the_share_of_used_slots_holding_no_token(lengths, block_size, used, fragmentation):
+    alloc = BlockAllocator(num_blocks=64, block_size=block_size)
+    for i, n in enumerate(lengths):
+        alloc.reserve(i, n)
+    assert alloc.used == used and alloc.tokens == sum(lengths)
+    assert alloc.fragmentation == pytest.approx(fragmentation)
+
+
+@pytest.mark.parametrize("free_before,share,leaked", [(100, 0.25, 25), (100, 0.5, 50), (10, 0.5, 10), (100, 0.0, 0)],
+                         ids=["quarter", "half", "as-far-as-free-blocks-last", "zero-frees"])
+def test_leaked_blocks_hold_one_token_each_until_given_back(free_before, share, leaked):
+    alloc = BlockAllocator(num_blocks=100, block_size=16)
+    alloc.reserve("busy", 16 * (100 - free_before))
+    result = leak_kv_blocks(alloc, share)
+    assert result["kv_leaked_blocks"] == alloc.leaked == leaked
+    assert alloc.used == 100 - free_before + leaked
+    serving = 16 * (100 - free_before)
+    assert alloc.tokens == serving + leaked
+    alloc.free("busy")
+    assert alloc.used == leaked, "serving frees its own blocks only"
+    leak_kv_blocks(alloc, 0)
+    assert alloc.used == 0 and alloc.leaked == 0
+
+
+def test_a_negative_leak_is_refused():
+    with pytest.raises(ValueError, match="blocks must be >= 0"):
+        BlockAllocator(8, 4).leak(-1)
 
 
 def test_bad_pool_shape_is_rejected():

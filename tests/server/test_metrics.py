@@ -43,7 +43,33 @@ async def test_every_series_carries_deployment_pool_and_precision(recording):
         "forescale_queue_depth{",
         "forescale_emulated{",
         "forescale_quality_agreement{",
+        # read by the diagnosis: request lengths, device busy time, out-of-memory warnings (at 0 from the start)
+        'forescale_input_tokens_count{deployment="chat",pool="b",precision="fp32"} 3.0',
+        'forescale_input_tokens_sum{deployment="chat",pool="b",precision="fp32"} 3.0',
+        'forescale_oom_warnings_total{deployment="chat",pool="b",precision="int8"} 0.0',
     ):
+        assert needle in text, needle
+    assert "forescale_output_tokens" not in text.replace("# HELP forescale_output_tokens", "").replace(
+        "# TYPE forescale_output_tokens", ""), "embeddings have no output tokens"
+
+
+async def test_completions_record_prompt_and_completion_lengths():
+    from forescale_server.emulated_backend import make_emulated
+
+    backend = make_emulated("a100-opt-13b", "opt-13b", "fp16")
+    async with serving(backend, precision="fp16") as (client, _):
+        for prompt, n in (("one two three", 4), ("four", 2)):
+            response = await client.post("/v1/completions", json={"prompt": prompt, "max_tokens": n, "model": "opt-13b"})
+            assert response.status == 200
+        text = await (await client.get("/metrics")).text()
+    busy = [float(line.split()[-1]) for line in text.splitlines() if line.startswith("forescale_device_busy_seconds_total{")]
+    # the profile's prefill and decode time of the two batches, as the emulated device slept it
+    assert busy == [pytest.approx((_batch_ms(backend.profile, 3, 4) + _batch_ms(backend.profile, 1, 2)) / 1000)]
+    for needle in ('forescale_input_tokens_sum{deployment="chat",pool="b",precision="fp16"} 4.0',
+                   'forescale_input_tokens_count{deployment="chat",pool="b",precision="fp16"} 2.0',
+                   'forescale_output_tokens_sum{deployment="chat",pool="b",precision="fp16"} 6.0',
+                   'forescale_kv_fragmentation_ratio{deployment="chat",pool="b",precision="fp16"} 0.0',
+                   'forescale_kv_blocks_free{deployment="chat",pool="b",precision="fp16"} 3914.0'):
         assert needle in text, needle
 
 
@@ -82,3 +108,8 @@ async def test_readyz_is_503_until_the_model_loads():
         assert (await client.get("/readyz")).status == 200
     finally:
         await client.close()
+
+
+def _batch_ms(profile, prompt_tokens: int, steps: int) -> float:
+    """One sequence's prefill, then one decode iteration per output token."""
+    return profile.prefill_ms("fp16", prompt_tokens) + sum(profile.decode_iter_ms("fp16", 1, prompt_tokens + i) for i in range(steps))

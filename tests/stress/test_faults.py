@@ -31,6 +31,10 @@ def test_bad_durations(text):
         ("cache_flush=true, at=1m", "cache_flush", 60, 0, {"cache_flush": True}),
         ("at=100,leak_mb=50", "leak_mb", 100, 0, {"leak_mb": 50}),
         ("at=500ms,kill,pid=4242", "kill", 0.5, 0, None),
+        ("at=10s,kv_fragmentation=0.5", "kv_fragmentation", 10, 0, {"kv_fragmentation": 0.5}),
+        ("at=10s,kv_fragmentation=0", "kv_fragmentation", 10, 0, {"kv_fragmentation": 0.0}),
+        ("at=20s,memory_pressure=0.75,seconds=30", "memory_pressure", 20, 30, {"memory_pressure": 0.75, "seconds": 30.0}),
+        ("at=60s,input_scale=4,seconds=2m", "input_scale", 60, 120, None),  # carried out by the load generator
     ],
 )
 def test_good_faults(spec, kind, at, seconds, body):
@@ -71,6 +75,19 @@ def test_kill_takes_the_pid_from_kill_pid_and_its_signal():
         ("at=30s,kill=9,pid=5", "kill is a flag"),
         ("at=30s,kill,pid=5,signal=hup", "signal must be one of kill, term"),
         ("at=1s,at=2s,cache_flush", "'at' given twice"),
+        ("at=30s,explode", "'explode' is not a fault kind"),
+        ("at=30s,kv_fragmentation=nan", "kv_fragmentation must be a finite number, got nan"),
+        ("at=30s,kv_fragmentation=-0.5", "kv_fragmentation is the share of the KV pool to leak, 0 to 1"),
+        ("at=30s,kv_fragmentation=2", "kv_fragmentation is the share of the KV pool to leak, 0 to 1"),
+        ("at=30s,kv_fragmentation=0.5,seconds=3", "seconds not allowed with kv_fragmentation"),
+        ("at=30s,memory_pressure=0.5", "memory_pressure needs seconds="),
+        ("at=30s,memory_pressure=nan,seconds=5", "memory_pressure must be a positive number, got nan"),
+        ("at=30s,memory_pressure=-1,seconds=5", "memory_pressure must be a positive number"),
+        ("at=30s,memory_pressure=1.5,seconds=5", "memory_pressure is the share of the device's room held"),
+        ("at=30s,input_scale=inf,seconds=5", "input_scale must be a positive number, got inf"),
+        ("at=30s,input_scale=0,seconds=5", "input_scale must be a positive number"),
+        ("at=30s,input_scale=100,seconds=5", r"input_scale must be a number in \(0, 64\], got 100"),
+        ("at=30s,input_scale=4", "input_scale needs seconds="),
         ("at=1s,,cache_flush", "empty item between commas"),
     ],
 )

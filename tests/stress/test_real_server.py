@@ -86,3 +86,33 @@ def test_ramp_with_a_slowdown_against_forescale_serve(stress, emulated_server, m
     assert "error" not in recovery, recovery
     assert recovery["baseline_p99_ms"] is not None
     assert report["stopped_because"] in ("max_seconds", "slo")
+
+
+def _metric_sum(url: str, name: str) -> float:
+    with urllib.request.urlopen(url + "/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name + "{"))
+
+
+def test_request_mix_shift_and_memory_pressure_show_in_the_servers_series(stress, emulated_server, monkeypatch):
+    """The diagnosis's request-mix and memory-pressure causes, injected for real: the server's
+    input-length histogram sees the longer inputs, and refused allocations are counted and fail."""
+    url, token_file = emulated_server
+    monkeypatch.delenv("FORESCALE_ADMIN_TOKEN", raising=False)
+    result = stress(
+        "--url", url, "--start-rate", "20", "--step-percent", "0", "--step-seconds", "1", "--max-step-seconds", "2",
+        "--max-seconds", "9", "--warmup-seconds", "0", "--request-timeout", "2", "--min-samples", "10",
+        "--fault", "at=1s,input_scale=8,seconds=2", "--fault", "at=3.5s,memory_pressure=1,seconds=1",
+        "--recovery-window", "1", "--fault-grace", "1", "--admin-token-file", str(token_file), "--quiet", "--json",
+    )
+    assert result.code == 0, result.err
+    report = result.json()
+    assert report["input_scale"] == 1.0
+    assert [r["fault"] for r in report["recoveries"]] == ["input_scale=8 at=1s for 2s", "memory_pressure=1 at=3.5s for 1s"]
+    assert all("error" not in r for r in report["recoveries"]), report["recoveries"]
+    # every input is new: while memory pressure holds the whole device, each one is refused with a 503
+    assert report["error_kinds"].get("http_503", 0) > 0
+    assert _metric_sum(url, "forescale_oom_warnings_total") >= report["error_kinds"]["http_503"]
+    # the stress inputs are 9-17 words plus a tag; eight times longer for two of the ~7 s
+    count, total = _metric_sum(url, "forescale_input_tokens_count"), _metric_sum(url, "forescale_input_tokens_sum")
+    assert count > 0 and total / count > 20, (count, total)

@@ -4,7 +4,8 @@ Pure, like the decision engine: plain numbers in (`Evidence`), a ranked
 `Diagnosis` out (`diagnose`). `gather_evidence` fills an `Evidence` through
 an injected `PromQuery`, so this package imports neither kopf, kubernetes,
 aiohttp nor a Prometheus client (import-linter contract `engine-pure`).
-See docs/diagnosis.md. Not yet run by the operator at incidents.
+See docs/diagnosis.md. `forescale diagnose` runs it on demand; the operator
+does not run it at incidents yet.
 """
 
 from .evidence import Evidence

@@ -3,7 +3,7 @@
 A field is one of four kinds:
 - a pair `(now, before)`: the last minute, and the 10 minutes before the
   incident; either side may be None (not measured);
-- a count or a number (`oom_killed_containers`, `revision_age_seconds`);
+- a count or a number (`oom_killed_containers`, `oom_warnings`, `revision_age_seconds`);
 - a flag (`revision_changed`);
 - the per-pod p99 latencies now, by pod name.
 
@@ -36,7 +36,7 @@ PAIR_FIELDS = (
     "input_tokens_mean", "output_tokens_mean",
 )
 #: the fields holding one number
-VALUE_FIELDS = ("oom_killed_containers", "restarted_containers", "revision_age_seconds")
+VALUE_FIELDS = ("oom_killed_containers", "restarted_containers", "oom_warnings", "revision_age_seconds")
 #: the fields holding one flag
 FLAG_FIELDS = ("revision_changed",)
 #: the field holding a number per pod
@@ -85,6 +85,8 @@ class Evidence:
     oom_killed_containers: float | None = None
     #: containers of the pool that restarted in the window
     restarted_containers: float | None = None
+    #: out-of-memory warnings the pool's servers logged in the last minute (device allocations refused)
+    oom_warnings: float | None = None
     # -- rollout -------------------------------------------------------------
     #: the pool's Deployment has a revision newer than its first
     revision_changed: bool | None = None

@@ -14,10 +14,14 @@ pod's series carry:
 | pod_p99_ms | the same histogram's `stage="total"` buckets, `by (pod)` |
 | result_cache_hit_ratio | `forescale_cache_hits_total`, `forescale_cache_misses_total` |
 | kv_used_ratio | `forescale_kv_blocks_used` / (used + `forescale_kv_blocks_free`), fullest pod |
+| kv_fragmentation_ratio | `forescale_kv_fragmentation_ratio`, the most fragmented pod |
 | gpu_memory_bytes | `forescale_gpu_memory_bytes`, the pod holding most |
+| gpu_utilisation_ratio | `forescale_device_busy_seconds_total` rate per pod, mean over the pods |
+| input_tokens_mean, output_tokens_mean | `forescale_input_tokens`, `forescale_output_tokens` histograms, sum / count |
+| oom_warnings | `forescale_oom_warnings_total`, increase over the "now" window only |
 
-The server exports no series yet for `NOT_EXPORTED`; those fields are
-missing, with that reason. Restarts, OOM kills and the revision come from
+The server has no prefix cache, so no series for `NOT_EXPORTED`; that field
+is missing, with that reason. Restarts, OOM kills and the revision come from
 the Kubernetes API, not Prometheus: the caller reads them and passes an
 async `facts` callable returning `KubeFacts`.
 
@@ -33,9 +37,9 @@ from __future__ import annotations
 
 import asyncio
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from string import Template
-from typing import Awaitable, Callable, Protocol
+from typing import Awaitable, Callable, Mapping, Protocol
 
 from forescale_predictor.presets import escape_label_value
 
@@ -60,6 +64,8 @@ class KubeFacts:
     restarted_containers: int | None = None
     revision_changed: bool | None = None
     revision_age_seconds: float | None = None
+    #: why a fact is None, where the reader knows ("listing pods failed: 403 Forbidden")
+    missing_why: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -96,18 +102,26 @@ PAIR_QUERIES: dict[str, str] = {
     "kv_used_ratio": ("max(avg_over_time(forescale_kv_blocks_used{$sel}[$range]$offset)"
                       " / (avg_over_time(forescale_kv_blocks_used{$sel}[$range]$offset)"
                       " + avg_over_time(forescale_kv_blocks_free{$sel}[$range]$offset)))"),
+    "kv_fragmentation_ratio": "max(avg_over_time(forescale_kv_fragmentation_ratio{$sel}[$range]$offset))",
     "gpu_memory_bytes": "max(avg_over_time(forescale_gpu_memory_bytes{$sel}[$range]$offset))",
+    # by pod first: a precision switch starts a pod's second series, and one device is busy once
+    "gpu_utilisation_ratio": "avg(sum by (pod) (rate(forescale_device_busy_seconds_total{$sel}[$range]$offset)))",
+    "input_tokens_mean": ("sum(rate(forescale_input_tokens_sum{$sel}[$range]$offset))"
+                          " / sum(rate(forescale_input_tokens_count{$sel}[$range]$offset))"),
+    "output_tokens_mean": ("sum(rate(forescale_output_tokens_sum{$sel}[$range]$offset))"
+                           " / sum(rate(forescale_output_tokens_count{$sel}[$range]$offset))"),
+}
+#: field -> PromQL template, read over the "now" window only
+VALUE_QUERIES: dict[str, str] = {
+    # the server starts the counter at 0, so increase() sees the first warning
+    "oom_warnings": "sum(increase(forescale_oom_warnings_total{$sel}[$range]$offset))",
 }
 POD_P99_QUERY = ('1000 * histogram_quantile(0.99, sum by (pod, le) '
                  '(rate(forescale_request_duration_seconds_bucket{$sel,stage="total"}[$range]$offset)))')
 
-#: evidence the model server has no series for yet, and so is always missing from Prometheus
+#: evidence the model server has no series for, and so is always missing from Prometheus
 NOT_EXPORTED: dict[str, str] = {
-    "kv_fragmentation_ratio": "the model server exports no KV fragmentation series yet",
-    "kv_hit_ratio": "the model server exports no prefix (KV) cache hit series yet",
-    "gpu_utilisation_ratio": "the model server exports no device utilisation series yet",
-    "input_tokens_mean": "the model server exports no input length series yet",
-    "output_tokens_mean": "the model server exports no output length series yet",
+    "kv_hit_ratio": "the model server has no prefix cache, so no prefix (KV) cache hit series",
 }
 _FACT_FIELDS = ("oom_killed_containers", "restarted_containers", "revision_changed", "revision_age_seconds")
 
@@ -122,7 +136,7 @@ def selector(namespace: str, deployment: str, pool: str | None) -> str:
 
 def queries(namespace: str, deployment: str, pool: str | None = "a",
             windows: Windows = Windows()) -> dict[str, str]:
-    """Every query by key: `<field>.now`, `<field>.before`, and `pod_p99_ms.now`."""
+    """Every query by key: `<field>.now`, `<field>.before`, `<value field>.now` and `pod_p99_ms.now`."""
     sel = selector(namespace, deployment, pool)
     ago = max(0, int(windows.ago_seconds))
     spans = {"now": (int(windows.now_seconds), ago),
@@ -133,6 +147,7 @@ def queries(namespace: str, deployment: str, pool: str | None = "a",
         return Template(template).substitute(sel=sel, range=f"{length}s", offset=f" offset {offset}s" if offset else "")
 
     out = {f"{name}.{side}": fill(template, side) for name, template in PAIR_QUERIES.items() for side in spans}
+    out |= {f"{name}.now": fill(template, "now") for name, template in VALUE_QUERIES.items()}
     out["pod_p99_ms.now"] = fill(POD_P99_QUERY, "now")
     return out
 
@@ -162,6 +177,10 @@ async def gather_evidence(prom: PromQuery, namespace: str, deployment: str, *, p
     for name in PAIR_QUERIES:
         now, before = got.get(f"{name}.now"), got.get(f"{name}.before")
         kwargs[name] = _pair(name, now, before, why)
+    for name in VALUE_QUERIES:
+        kwargs[name] = got.get(f"{name}.now")
+        if kwargs[name] is None:
+            why[name] = why.pop(f"{name}.now", "no series")
     for side in ("now", "before"):
         compute, batch = got.get(f"compute_ms.{side}"), got.get(f"batch_size_mean.{side}")
         got[f"compute_per_item_ms.{side}"] = compute / batch if compute is not None and batch else None
@@ -185,7 +204,8 @@ async def gather_evidence(prom: PromQuery, namespace: str, deployment: str, *, p
             for name in _FACT_FIELDS:
                 kwargs[name] = getattr(value, name)
                 if kwargs[name] is None:
-                    why[name] = "the Kubernetes API did not say"
+                    said = value.missing_why.get(name) if isinstance(value.missing_why, Mapping) else None
+                    why[name] = str(said) if said else "the Kubernetes API did not say"
         else:
             for name in _FACT_FIELDS:
                 why[name] = problem or f"facts were not KubeFacts: {type(value).__name__}"

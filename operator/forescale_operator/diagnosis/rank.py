@@ -10,6 +10,8 @@ unchanged service has none, and then no `RootCauseSuspected` event is due.
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -18,6 +20,8 @@ from .rules import CLEAR, RULES, SUSPECTED, UNKNOWN, Finding, Rule, evaluate
 
 #: Kubernetes truncates event messages at 1 KiB; stay under it
 MAX_MESSAGE_CHARS = 1000
+#: the CRD's bound on a finding's summary in status.diagnosis (crds/: status.diagnosis.findings[].summary)
+MAX_SUMMARY_CHARS = 1024
 _STATUS_ORDER = {SUSPECTED: 0, UNKNOWN: 1, CLEAR: 2}
 
 
@@ -42,6 +46,19 @@ class Diagnosis:
     def to_json(self) -> dict[str, Any]:
         """The whole diagnosis, JSON-safe (the CLI's `--json`, the snapshot)."""
         return {"top": self.top.cause if self.top else None, "message": self.message, "findings": self.to_status()}
+
+    def status_field(self, at: float, pool: str | None = None) -> dict[str, Any]:
+        """`status.diagnosis` as the CRD holds it: `at` (RFC 3339), `pool`, `top` and `message` (absent when
+        nothing is suspected: a merge patch with null would delete them), and the ranked `findings`."""
+        when = at if isinstance(at, (int, float)) and math.isfinite(at) else 0.0
+        out: dict[str, Any] = {"at": dt.datetime.fromtimestamp(when, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        if pool is not None:
+            out["pool"] = pool
+        if self.top is not None:
+            out["top"] = self.top.cause
+            out["message"] = self.message
+        out["findings"] = [{**f, "summary": f["summary"][:MAX_SUMMARY_CHARS]} for f in self.to_status()]
+        return out
 
 
 def diagnose(evidence: Evidence | Mapping[str, Any] | None, rules: tuple[Rule, ...] = RULES) -> Diagnosis:

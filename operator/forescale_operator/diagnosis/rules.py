@@ -71,6 +71,9 @@ OOM_KILLS_MIN = 1.0
 #: memory pressure: any container restarted in the window. A serving container restarts for memory (OOM,
 #: allocator failure) far more often than for anything else; without an OOM kill it scores lower.
 RESTARTS_MIN = 1.0
+#: memory pressure: an out-of-memory warning in the last minute. A refused allocation is memory pressure by
+#: definition; 0.5, not 1, because increase() over a scrape-sampled window can read one warning as a little under 1.
+OOM_WARNINGS_MIN = 0.5
 #: memory pressure: device memory up 20% on one pod. A warmed-up server's allocation is flat (weights, a fixed
 #: KV pool, the caching allocator's pool); 20% growth is a leak or fragmentation, not traffic.
 GPU_MEMORY_GROWTH_MIN = 1.2
@@ -365,18 +368,21 @@ def check_cache_failure(ev: Evidence) -> Finding:
 
 
 def check_memory_pressure(ev: Evidence) -> Finding:
-    """OOM kills, restarts, or device memory growing."""
+    """OOM kills, restarts, out-of-memory warnings, or device memory growing."""
     r = _Read(ev)
     ooms, restarts = r.value("oom_killed_containers"), r.value("restarted_containers")
     memory = r.pair("gpu_memory_bytes")
+    warnings = r.value("oom_warnings")
     oom = None if ooms is None else ooms >= OOM_KILLS_MIN
     restarted = None if restarts is None else restarts >= RESTARTS_MIN
     grown = False if memory is None else _growth(memory) >= GPU_MEMORY_GROWTH_MIN
-    verdict = _any(oom, restarted, grown)
-    scores = [1.0 if oom else 0.0, _past(restarts, RESTARTS_MIN) if restarted else 0.0,
+    warned = warnings is not None and warnings >= OOM_WARNINGS_MIN
+    verdict = _any(oom, restarted, grown, warned)
+    scores = [1.0 if oom or warned else 0.0, _past(restarts, RESTARTS_MIN) if restarted else 0.0,
               _past(_growth(memory), GPU_MEMORY_GROWTH_MIN) if grown else 0.0]
     parts = [f"{fmt(ooms)} container(s) OOMKilled" if ooms is not None else "",
              f"{fmt(restarts)} restart(s)" if restarts is not None else "",
+             f"{fmt(warnings)} out-of-memory warning(s) in the last minute" if warned else "",
              f"GPU memory {_gib(memory[0])} (was {_gib(memory[1])})" if memory else ""]
     return r.finding("memory-pressure", verdict, max(scores), parts)
 
@@ -431,8 +437,8 @@ RULES: tuple[Rule, ...] = (
                      "KV_FRAGMENTATION_MAX": KV_FRAGMENTATION_MAX, "KV_FRAGMENTATION_RISE_MIN": KV_FRAGMENTATION_RISE_MIN},
          explains=("degraded-pods",), check=check_cache_failure),
     Rule("memory-pressure", "Memory pressure", needs=("oom_killed_containers", "restarted_containers"),
-         uses=("gpu_memory_bytes",),
-         thresholds={"OOM_KILLS_MIN": OOM_KILLS_MIN, "RESTARTS_MIN": RESTARTS_MIN,
+         uses=("gpu_memory_bytes", "oom_warnings"),
+         thresholds={"OOM_KILLS_MIN": OOM_KILLS_MIN, "RESTARTS_MIN": RESTARTS_MIN, "OOM_WARNINGS_MIN": OOM_WARNINGS_MIN,
                      "GPU_MEMORY_GROWTH_MIN": GPU_MEMORY_GROWTH_MIN},
          explains=("bad-pod", "cache-failure", "degraded-pods"), check=check_memory_pressure),
     Rule("rollout", "Rollout", needs=("revision_changed", "revision_age_seconds"), uses=(),

@@ -32,6 +32,8 @@ class Ref:
 
 INFERENCE_DEPLOYMENTS = Ref("forescale.io", "v1alpha1", "inferencedeployments", "InferenceDeployment")
 DEPLOYMENTS = Ref("apps", "v1", "deployments", "Deployment")
+REPLICA_SETS = Ref("apps", "v1", "replicasets", "ReplicaSet")
+PODS = Ref("", "v1", "pods", "Pod")
 SERVICES = Ref("", "v1", "services", "Service")
 EVENTS = Ref("", "v1", "events", "Event")
 HTTP_ROUTES = Ref("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute")

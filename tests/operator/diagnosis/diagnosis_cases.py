@@ -33,6 +33,7 @@ CONTROL = Evidence(
     gpu_utilisation_ratio=(0.61, 0.60),
     oom_killed_containers=0,
     restarted_containers=0,
+    oom_warnings=0.0,
     revision_changed=False,
     revision_age_seconds=3 * 86400.0,
     input_tokens_mean=(121.0, 120.0),

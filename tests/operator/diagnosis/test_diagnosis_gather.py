@@ -15,7 +15,7 @@ import yaml
 
 from forescale_operator.diagnosis import KubeFacts, Windows, diagnose, gather_evidence
 from forescale_operator.diagnosis.evidence import PAIR_FIELDS
-from forescale_operator.diagnosis.gather import NOT_EXPORTED, PAIR_QUERIES, queries
+from forescale_operator.diagnosis.gather import NOT_EXPORTED, PAIR_QUERIES, VALUE_QUERIES, queries
 from forescale_operator.diagnosis.rules import UNKNOWN
 
 HANG = object()
@@ -25,7 +25,10 @@ HEALTHY = {
     "rate_rps": 200.0, "error_ratio": 0.0, "queue_depth": 5.0, "batch_size_mean": 8.0,
     "queue_wait_ms": 5.0, "preprocess_ms": 1.0, "compute_ms": 40.0, "postprocess_ms": 1.0,
     "result_cache_hit_ratio": 0.8, "kv_used_ratio": 0.9, "gpu_memory_bytes": 1e10,
+    "kv_fragmentation_ratio": 0.05, "gpu_utilisation_ratio": 0.6, "input_tokens_mean": 40.0, "output_tokens_mean": 20.0,
 }
+#: what a healthy pool answers to the "now"-only queries
+HEALTHY_NOW = {"oom_warnings.now": 0.0}
 PODS = {"chat-a-1": 120.0, "chat-a-2": 130.0}
 
 
@@ -60,24 +63,37 @@ def _both(values: dict[str, object]) -> dict[str, object]:
 
 
 async def test_a_healthy_pool_gives_complete_prometheus_evidence():
-    prom = FakeProm(_both(HEALTHY))
+    prom = FakeProm(_both(HEALTHY) | HEALTHY_NOW)
     evidence = await gather_evidence(prom, "ml", "chat", facts=_facts(KubeFacts(0, 0, False, 86400.0)))
     for name, value in HEALTHY.items():
         assert getattr(evidence, name) == (value, value), name
     assert evidence.compute_per_item_ms == (5.0, 5.0)
     assert evidence.pod_p99_ms == PODS
     assert (evidence.oom_killed_containers, evidence.restarted_containers, evidence.revision_changed) == (0, 0, False)
-    assert set(evidence.missing()) == set(NOT_EXPORTED)
+    assert evidence.oom_warnings == 0.0
+    assert set(evidence.missing()) == set(NOT_EXPORTED) == {"kv_hit_ratio"}
     assert {k: v for k, v in evidence.missing_why.items()} == NOT_EXPORTED
-    assert len(prom.asked) == 2 * len(PAIR_QUERIES) + 1
+    assert len(prom.asked) == 2 * len(PAIR_QUERIES) + len(VALUE_QUERIES) + 1
 
 
-async def test_the_healthy_pool_suspects_nothing():
-    evidence = await gather_evidence(FakeProm(_both(HEALTHY)), "ml", "chat", facts=_facts(KubeFacts(0, 0, False, 1e5)))
+async def test_the_healthy_pool_suspects_nothing_and_every_rule_decides():
+    evidence = await gather_evidence(FakeProm(_both(HEALTHY) | HEALTHY_NOW), "ml", "chat",
+                                     facts=_facts(KubeFacts(0, 0, False, 1e5)))
     diagnosis = diagnose(evidence)
     assert diagnosis.top is None
-    # request mix cannot be checked: the server exports no request lengths yet
-    assert {f.cause for f in diagnosis.findings if f.status == UNKNOWN} == {"request-mix"}
+    assert {f.status for f in diagnosis.findings} == {"clear"}
+
+
+@pytest.mark.parametrize("answer,value,why", [
+    (3.0, 3.0, None), (None, None, "no series"), (float("nan"), None, "not a usable number: nan"),
+    (RuntimeError("boom"), None, "failed: RuntimeError: boom"),
+], ids=["three", "no-series", "nan", "raises"])
+async def test_oom_warnings_are_read_over_the_now_window_only(answer, value, why):
+    prom = FakeProm(_both(HEALTHY) | {"oom_warnings.now": answer})
+    evidence = await gather_evidence(prom, "ml", "chat")
+    assert evidence.oom_warnings == value
+    assert evidence.missing_why.get("oom_warnings") == why
+    assert "oom_warnings.before" not in prom.asked and "oom_warnings.now" in prom.asked
 
 
 # (answer to rate_rps.now, the reason recorded)
@@ -163,6 +179,15 @@ async def test_partial_facts_name_what_the_api_did_not_say():
     assert evidence.missing_why["revision_age_seconds"] == "the Kubernetes API did not say"
 
 
+async def test_the_facts_reader_says_why_a_fact_is_missing():
+    facts = KubeFacts(oom_killed_containers=0, restarted_containers=0,
+                      missing_why={"revision_changed": "Deployment ml/chat-a not found", "restarted_containers": "ignored"})
+    evidence = await gather_evidence(FakeProm(_both(HEALTHY)), "ml", "chat", facts=_facts(facts))
+    assert evidence.missing_why["revision_changed"] == "Deployment ml/chat-a not found"
+    assert evidence.missing_why["revision_age_seconds"] == "the Kubernetes API did not say"
+    assert "restarted_containers" not in evidence.missing_why, "a fact that is present is not missing"
+
+
 def test_windows_reach_back_with_offsets():
     now = queries("ml", "chat", "a", Windows())
     assert "[60s])" in now["rate_rps.now"] and "offset" not in now["rate_rps.now"]
@@ -183,13 +208,16 @@ def _server_exposition() -> set[str]:
     server_metrics = pytest.importorskip("forescale_server.metrics")
     from forescale_server.config import Labels
 
-    state = {"precision": "fp16", "queue_depth": 3, "kv_used": 10, "kv_free": 90, "gpu_memory_bytes": 1e9}
+    state = {"precision": "fp16", "queue_depth": 3, "kv_used": 10, "kv_free": 90, "kv_fragmentation": 0.1,
+             "gpu_memory_bytes": 1e9}
     metrics = server_metrics.ServerMetrics(Labels(deployment="chat", pool="a"), state=lambda: state)
     for stage in ("queue", "preprocess", "compute", "postprocess", "total"):
         metrics.observe_stage("fp16", stage, 0.01)
     metrics.observe_request("fp16", 200)
     metrics.observe_batch("fp16", 8)
     metrics.observe_cache("fp16", 3, 1)
+    metrics.observe_tokens("fp16", [12, 30], [5, 7])
+    metrics.observe_busy("fp16", 0.02)
     text = metrics.exposition().decode()
     return {m.group(1) for m in re.finditer(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)[{ ]", text, re.MULTILINE)}
 
@@ -232,13 +260,25 @@ def _series() -> list[dict]:
         add("forescale_kv_blocks_free", labels, f"{free}x80")
         add("forescale_gpu_memory_bytes", labels, f"{int(mem)}x80")
         add("forescale_queue_depth", labels, f"{depth}x80")
+        add("forescale_kv_fragmentation_ratio", labels, f"{used / 10000}x80")  # 0.06 and 0.09 in pool a
+        add("forescale_device_busy_seconds_total", labels, f"0+{15 * used / 1000}x80")  # busy 0.6 and 0.9 of the time
+        add("forescale_input_tokens_sum", labels, "0+60000x80")  # 40 tokens per input
+        add("forescale_input_tokens_count", labels, "0+1500x80")
+        add("forescale_output_tokens_sum", labels, "0+30000x80")  # 20 per completion
+        add("forescale_output_tokens_count", labels, "0+1500x80")
+        # pod 2 warned 3 times in the last minute (at 17:15, 17:30 and 17:45), pod 1 never
+        add("forescale_oom_warnings_total", labels, "0x68 1 2 3 3x8" if slow else "0x80")
     return out
 
 
 #: what pool a of that scene reads, per field
 SCENE = {"rate_rps": 200.0, "error_ratio": 0.0, "queue_depth": 5.0, "batch_size_mean": 8.0, "queue_wait_ms": 5.0,
          "preprocess_ms": 1.0, "compute_ms": 40.0, "postprocess_ms": 1.0, "result_cache_hit_ratio": 0.8,
-         "kv_used_ratio": 0.9, "gpu_memory_bytes": 1.2e10}
+         "kv_used_ratio": 0.9, "gpu_memory_bytes": 1.2e10, "kv_fragmentation_ratio": 0.09,
+         "gpu_utilisation_ratio": 0.75, "input_tokens_mean": 40.0, "output_tokens_mean": 20.0}
+#: what the "now"-only queries read at 18m, as a range: increase() extrapolates the warnings it sees in the
+#: window (two between the samples in it, three counting the one just before) to the window's edges
+SCENE_NOW = {"oom_warnings": (1.5, 4.5)}
 
 
 def test_promtool_evaluates_every_query_on_server_shaped_series(tmp_path):
@@ -252,6 +292,10 @@ def test_promtool_evaluates_every_query_on_server_shaped_series(tmp_path):
         if name == "pod_p99_ms":
             expr = f"count(({text}) > 0)"
             value = 2
+        elif name in SCENE_NOW:
+            low, high = SCENE_NOW[name]
+            expr = f"(({text}) > bool {low!r}) * (({text}) < bool {high!r})"
+            value = 1
         else:
             expected = SCENE[name]
             expr = f"abs(({text}) - {expected!r}) <= bool {max(1e-6, 1e-6 * expected)!r}"

@@ -138,3 +138,37 @@ def test_any_evidence_at_all_gives_a_well_formed_diagnosis(evidence):
     assert (diagnosis.top is None) == (not diagnosis.suspected) == (diagnosis.message is None)
     ranks = [[SUSPECTED, UNKNOWN, CLEAR].index(f.status) for f in diagnosis.findings]
     assert ranks == sorted(ranks)
+
+
+def _status_schema() -> dict:
+    """The InferenceDeployment CRD's status schema (crds/), the one a status.diagnosis patch must pass."""
+    from pathlib import Path
+
+    import yaml
+
+    from forescale_devcluster.crd_validation import version_schema
+
+    crd = yaml.safe_load((Path(__file__).resolve().parents[3] / "crds" / "forescale.io_inferencedeployments.yaml").read_text())
+    return {"type": "object", "properties": {"status": version_schema(crd, "v1alpha1")["properties"]["status"]}}
+
+
+@pytest.mark.parametrize("case", ["control", *CAUSE_EVIDENCE, "nothing"])
+def test_status_field_passes_the_crds_schema(case):
+    from forescale_devcluster.crd_validation import schema_errors
+
+    evidence = {"control": CONTROL, "nothing": {}}.get(case) if case in ("control", "nothing") else CAUSE_EVIDENCE[case]
+    diagnosis = diagnose(evidence)
+    field = diagnosis.status_field(at=1_790_000_000.0, pool="a")
+    assert schema_errors({"status": {"diagnosis": field}}, _status_schema()) == []
+    assert field["at"] == "2026-09-21T14:13:20Z" and field["pool"] == "a"
+    assert [f["cause"] for f in field["findings"]] == [f.cause for f in diagnosis.findings]
+    if diagnosis.top is None:
+        assert "top" not in field and "message" not in field, "absent, not null: a merge patch with null deletes"
+    else:
+        assert (field["top"], field["message"]) == (diagnosis.top.cause, diagnosis.message)
+
+
+@pytest.mark.parametrize("at", [float("nan"), float("inf"), None])
+def test_status_field_with_a_broken_clock_still_passes(at):
+    field = diagnose(CONTROL).status_field(at=at)
+    assert field["at"] == "1970-01-01T00:00:00Z" and "pool" not in field

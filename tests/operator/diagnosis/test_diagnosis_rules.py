@@ -116,6 +116,12 @@ EDGE_CASES = [
      "GPU memory 14.0 GiB (was 10.0 GiB)"),
     ("memory-pressure", replace(CONTROL, oom_killed_containers=None, restarted_containers=None,
                                 gpu_memory_bytes=(14.0 * 2**30, 10.0 * 2**30)), SUSPECTED, "GPU memory"),
+    # the memory_pressure fault on an emulated pod: no container dies, allocations are refused
+    ("memory-pressure", replace(CONTROL, oom_killed_containers=None, restarted_containers=None, oom_warnings=3.0),
+     SUSPECTED, "3 out-of-memory warning(s) in the last minute"),
+    ("memory-pressure", replace(CONTROL, oom_warnings=0.4), CLEAR, "0 container(s) OOMKilled"),
+    ("memory-pressure", replace(CONTROL, oom_killed_containers=None, restarted_containers=None, oom_warnings=0.0),
+     UNKNOWN, "missing oom_killed_containers, restarted_containers"),
     ("rollout", replace(CONTROL, revision_changed=True, revision_age_seconds=1200.0), CLEAR, "20 min ago"),
     ("rollout", replace(CONTROL, revision_changed=True, revision_age_seconds=900.0), SUSPECTED, "15 min ago"),
     ("request-mix", replace(CONTROL, input_tokens_mean=(60.0, 120.0)), CLEAR, "input 60 tokens (was 120)"),
