@@ -108,6 +108,11 @@ class StatusUpdate:
     def cutback(self, step: int, next_at: str | None) -> None:
         self._set_in("cutback", {"step": step, "nextAt": next_at})
 
+    def diagnosis(self, field: Mapping[str, Any]) -> None:
+        """The incident's ranked causes (`Diagnosis.status_field`), replaced whole: a finding left
+        over from an earlier incident must not survive a merge into the new list."""
+        self._set("diagnosis", dict(field))
+
     def engine_state(self, state: Mapping[str, Any]) -> None:
         """The decision engine's memory (`EngineState.to_status()`) as compact JSON, so a restart
         resumes the same step. A string keeps the CRD's status schema structural and closed."""

@@ -28,6 +28,7 @@ OPERATOR_NEEDS = [
     ("forescale.io", "inferencedeployments/finalizers", ["update"],
      "children.py: blockOwnerDeletion on every child's ownerReference (OwnerReferencesPermissionEnforcement)"),
     ("apps", "deployments", ["get", "create", "update", "patch"], "actuators/deployments.py: pools, replicas"),
+    ("apps", "replicasets", ["list"], "readings/kube_facts.py: the diagnosis's rollout evidence"),
     ("", "services", ["get", "list", "create", "update"], "actuators/services.py"),
     ("gateway.networking.k8s.io", "httproutes", ["get", "create", "update", "patch", "delete"], "routers/gatewayapi.py"),
     ("networking.istio.io", "virtualservices", ["get", "create", "update", "patch", "delete"], "routers/istio.py"),

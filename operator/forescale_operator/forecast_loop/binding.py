@@ -50,6 +50,8 @@ class ResourceBinding:
     router: Router
     #: FORESCALE_ADMIN_TOKEN_SECRET as (secret, key), read in the resource's namespace when the playbook calls the pods
     admin_secret: tuple[str, str] | None
+    #: the Prometheus the metric source reads (the spec's, else the operator's), for the incident's diagnosis
+    prometheus_url: str | None = None
 
     @property
     def reads_metrics(self) -> bool:
@@ -71,6 +73,7 @@ def bind(body: Mapping[str, Any], api: KubeApi, *, sources: dict[str, MetricSour
         params_problem=problem,
         metric_source=make_metric_source(spec, prometheus_url, cache=sources, build=build, batch=batch),
         router=make_router(spec.traffic.router, api), admin_secret=admin_secret,
+        prometheus_url=spec.metrics.prometheus_url or prometheus_url,
     )
 
 

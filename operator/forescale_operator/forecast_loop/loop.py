@@ -17,6 +17,7 @@ from ..children import Owner
 from ..telemetry import OperatorMetrics
 from .binding import Bindings
 from .forecast_source import ForecastSource, NoopForecastSource
+from .incident_diagnosis import IncidentDiagnoses
 from .memory import ResourceMemory
 
 
@@ -37,6 +38,8 @@ class ForecastLoop:
     #: seconds an admin call to one pod may take
     admin_timeout: float = 5.0
     memories: dict[str, ResourceMemory] = field(default_factory=dict)
+    #: the diagnosis run beside each incident's playbook (None: none, as in the tests' rigs)
+    diagnoses: IncidentDiagnoses | None = None
 
     def __post_init__(self) -> None:
         if self.monotonic is None:
@@ -47,8 +50,11 @@ class ForecastLoop:
         return self.memories.setdefault(owner.uid, ResourceMemory())
 
     def forget(self, owner: Owner) -> None:
-        """Drop a deleted resource from every per-resource cache: binding, memory, forecasts, metric series."""
+        """Drop a deleted resource from every per-resource cache: binding, memory, forecasts, metric series,
+        a diagnosis still running."""
         self.bindings.forget(owner)
         self.memories.pop(owner.uid, None)
         self.forecasts.forget(owner)
         self.telemetry.forget(owner.namespace, owner.name)
+        if self.diagnoses is not None:
+            self.diagnoses.forget(owner)

@@ -19,6 +19,7 @@ from .. import observe as observing
 from ..children import Owner
 from ..engine import decide
 from ..engine.state import EngineState
+from ..engine.types import Decision
 from ..forecast_loop.executor import Executor
 from ..forecast_loop.loop import ForecastLoop
 from ..forecast_loop.pods import read_pods
@@ -26,6 +27,7 @@ from ..forecast_loop.reporter import record_decision, record_incident, record_me
 from ..forecast_loop.saved_state import load_state
 from ..kube.client import KubeApi
 from ..phase import Phase
+from ..reasons import Reason
 from ..readings import build_observations, read
 from ..readings.observations import PoolState
 from ..spec import SpecError
@@ -125,11 +127,20 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
             await _undo(deps.api, owner, ahead)
         raise
 
+    # Diagnose beside the playbook, on the tick that started it; a task of its own, never awaited here.
+    if loop.diagnoses is not None and not decision.preview and _starts_an_incident(decision):
+        loop.diagnoses.start(api=deps.api, events=deps.events, telemetry=loop.telemetry, owner=owner,
+                             prometheus_url=binding.prometheus_url, status=status, now=now)
+
     # Report, always: status (scoring past forecasts), then the operator's metrics, then one status write.
     record_decision(update, decision, forecast, reading, report, memory, now)
     record_telemetry(loop.telemetry, owner, spec, decision, forecast, reading, seen, decision_seconds, report, memory)
     await write_status(deps.api, owner.namespace, owner.name, update)
     return f"observed: {seen.summary()}"
+
+
+def _starts_an_incident(decision: Decision) -> bool:
+    return any(e.reason is Reason.EMERGENCY_STARTED for e in decision.events)
 
 
 def _moves_the_incident(before: EngineState, after: EngineState) -> bool:
