@@ -25,13 +25,13 @@ import re
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Optional, Protocol, TextIO
+from typing import Any, Callable, Mapping, Optional, TextIO
 
 import typer
 
 from forescale_predictor.errors import MetricsUnavailable
 
-from .diagnosis import Diagnosis, Evidence, PromQuery, Windows, diagnose, gather_evidence
+from .diagnosis import ClosablePromQuery, Diagnosis, Evidence, Windows, diagnose, gather_evidence
 from .diagnosis.rules import RULES
 from .kube.client import KubeApi
 from .kube.errors import ApiError
@@ -42,10 +42,6 @@ POOLS = ("a", "b")
 #: Kubernetes object names (RFC 1123 subdomains); anything else never reaches a URL path
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _CLIENT_FAILURE = "failed: MetricsUnavailable: "
-
-
-class ClosablePromQuery(PromQuery, Protocol):
-    async def close(self) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
+from forescale_devcluster.prometheus_process import PrometheusProcess
 from forescale_operator.diagnose_cli import DiagnoseRequest, prometheus_url, run
 from forescale_operator.diagnosis.gather import Windows, queries
 from forescale_operator.kube.errors import ApiUnavailable
@@ -305,36 +305,16 @@ def incident_prometheus(tmp_path_factory):
     root = tmp_path_factory.mktemp("prometheus")
     end = (int(time.time()) - 3600) // STEP * STEP
     (root / "data.om").write_text(_incident_openmetrics(end))
-    subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(root / "data.om"), str(root / "tsdb")],
+    subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(root / "data.om"), str(root / "data")],
                    check=True, capture_output=True, timeout=120)
-    (root / "prometheus.yml").write_text("global:\n  scrape_interval: 15s\nscrape_configs: []\n")
-    port = _free_port()
-    log = (root / "prometheus.log").open("w")
-    proc = subprocess.Popen(["prometheus", f"--config.file={root / 'prometheus.yml'}", f"--storage.tsdb.path={root / 'tsdb'}",
-                             f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=30d"],
-                            stdout=subprocess.DEVNULL, stderr=log)
-    url = f"http://127.0.0.1:{port}"
+    # The devcluster's Prometheus on the backfilled TSDB: its data folder is `workdir/data`, and 30 days of
+    # retention (720 h) keep the blocks (an hour old) from being dropped at start.
+    prometheus = PrometheusProcess(scrape_interval="15s", retention="720h")
+    prometheus.workdir = str(root)
     try:
-        deadline = time.time() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/-/ready", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                pytest.fail(f"prometheus did not start: {(root / 'prometheus.log').read_text()[-2000:]}")
-            time.sleep(0.2)
-        yield url, end
+        yield prometheus.start(timeout=60), end
     finally:
-        proc.terminate()  # by PID: other tests may run their own Prometheus
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+        prometheus.stop()  # by PID: other tests may run their own Prometheus
 
 
 @pytest.fixture

@@ -4,14 +4,14 @@ Pure, like the decision engine: plain numbers in (`Evidence`), a ranked
 `Diagnosis` out (`diagnose`). `gather_evidence` fills an `Evidence` through
 an injected `PromQuery`, so this package imports neither kopf, kubernetes,
 aiohttp nor a Prometheus client (import-linter contract `engine-pure`).
-See docs/diagnosis.md. `forescale diagnose` runs it on demand; the operator
-does not run it at incidents yet.
+See docs/diagnosis.md. `forescale diagnose` runs it on demand, and the operator
+at every incident (forecast_loop/incident_diagnosis.py).
 """
 
 from .evidence import Evidence
-from .gather import KubeFacts, PromQuery, Windows, gather_evidence
+from .gather import ClosablePromQuery, KubeFacts, PromQuery, Windows, gather_evidence
 from .rank import Diagnosis, diagnose
 from .rules import CAUSES, CLEAR, RULES, SUSPECTED, UNKNOWN, Finding, Rule
 
-__all__ = ["CAUSES", "CLEAR", "RULES", "SUSPECTED", "UNKNOWN", "Diagnosis", "Evidence", "Finding", "KubeFacts",
-           "PromQuery", "Rule", "Windows", "diagnose", "gather_evidence"]
+__all__ = ["CAUSES", "CLEAR", "RULES", "SUSPECTED", "UNKNOWN", "ClosablePromQuery", "Diagnosis", "Evidence", "Finding",
+           "KubeFacts", "PromQuery", "Rule", "Windows", "diagnose", "gather_evidence"]

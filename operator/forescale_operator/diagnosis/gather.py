@@ -56,6 +56,12 @@ class PromQuery(Protocol):
         """The query's series keyed by the one label it groups by (here `pod`); {} when none."""
 
 
+class ClosablePromQuery(PromQuery, Protocol):
+    """A PromQuery holding a connection: whoever makes one closes it."""
+
+    async def close(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class KubeFacts:
     """What the Kubernetes API says about the pool over the same window; None where unknown."""

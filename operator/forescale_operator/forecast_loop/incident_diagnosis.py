@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping
 
 from ..children import Owner
-from ..diagnosis import PromQuery, diagnose, gather_evidence
+from ..diagnosis import ClosablePromQuery, diagnose, gather_evidence
 from ..diagnosis.rules import SUSPECTED
 from ..events import EventSink
 from ..kube.client import KubeApi
@@ -26,10 +26,6 @@ from ..status import StatusUpdate, write_status
 from ..telemetry import OperatorMetrics
 
 logger = logging.getLogger(__name__)
-
-
-class ClosablePromQuery(PromQuery, Protocol):
-    async def close(self) -> None: ...
 
 
 #: (url, timeout_s, at) -> a Prometheus query client; readings.prom_query.HttpPromQuery in the operator
