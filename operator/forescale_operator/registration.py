@@ -3,6 +3,13 @@
 All kopf tuning lives in `configure()` (the one `@kopf.on.startup`). API
 errors worth retrying (409, 429, 5xx, an unreachable server) become
 `kopf.TemporaryError` with a delay (Retry-After when given): never a crash.
+
+Operators of different scopes (`-A` and `-n default`) share one coordination
+Lease per namespace (leases.py): the handlers act on a resource only while
+this operator holds the Lease of its namespace. `converge` is filtered out
+otherwise (so kopf stores no progress or diff-base for it either), and the
+loop stands by; the loop converges once when it takes the Lease over, since
+the changes made meanwhile were filtered out here.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from .handlers.reconcile import reconcile
 from .handlers.tick import TickContext, TickDeps, tick
 from .kube.errors import ApiError
 from .kube.http import Connection, HttpKubeApi
+from .leases import LeaseTiming, NamespaceLeases, start_leases
 from .peering import prepare_peering
 
 GROUP, VERSION, PLURAL = "forescale.io", "v1alpha1", "inferencedeployments"
@@ -116,24 +124,50 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.peering.mandatory = peered
     if peered:
         logger.info("Peering %r with priority %d.", config.peering, config.peering_priority)
+    # Across scopes (and installs), one Lease per namespace decides which operator acts there (leases.py).
+    timing = LeaseTiming(config.lease_seconds, config.lease_renew_seconds) if config.lease_seconds else None
+    try:
+        memo.leases = await start_leases(memo.api, memo.identity, timing)
+    except ApiError as exc:
+        # Acting uncoordinated is the defect the Lease exists for: stand by, and say why, until discovery answers.
+        logger.warning("Cannot check for the Lease API (%s); standing by until it answers.", exc)
+        memo.leases = NamespaceLeases(memo.api, memo.identity, timing or LeaseTiming())
+    memo.lease_task = asyncio.create_task(memo.leases.run()) if memo.leases is not None else None
 
 
 @kopf.on.cleanup()
 async def close(memo: kopf.Memo, **_: Any) -> None:
+    leases: NamespaceLeases | None = memo.get("leases")
+    if leases is not None:
+        # Release every Lease: the other operator takes over within one renewal period, not a whole duration.
+        await leases.close(memo.get("lease_task"))
     api = memo.get("api")
     if api is not None:
         await api.close()
 
 
-@kopf.on.resume(GROUP, VERSION, PLURAL, backoff=2)
-@kopf.on.create(GROUP, VERSION, PLURAL, backoff=2)
-@kopf.on.update(GROUP, VERSION, PLURAL, field="spec", backoff=2)
+def holds_lease(memo: kopf.Memo, namespace: str | None, **_: Any) -> bool:
+    """kopf filter: act only where this operator holds the namespace's Lease (always, without coordination)."""
+    leases: NamespaceLeases | None = memo.get("leases")
+    return leases is None or leases.holds(namespace or "")
+
+
+def _reconcile_lock(memo: kopf.Memo, body: Mapping[str, Any]) -> asyncio.Lock:
+    """One lock per resource: the loop's converge after a takeover and kopf's never run at once (no double events)."""
+    locks: dict[str, asyncio.Lock] = memo.setdefault("reconcile_locks", {})
+    return locks.setdefault(Owner.from_body(body).uid, asyncio.Lock())
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL, backoff=2, when=holds_lease)
+@kopf.on.create(GROUP, VERSION, PLURAL, backoff=2, when=holds_lease)
+@kopf.on.update(GROUP, VERSION, PLURAL, field="spec", backoff=2, when=holds_lease)
 async def converge(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
     """Create or converge the children (handlers/reconcile.py)."""
     raw = plain(body)
     with retrying():
         try:
-            summary = await reconcile(raw, _deps(memo, raw))
+            async with _reconcile_lock(memo, raw):
+                summary = await reconcile(raw, _deps(memo, raw))
         except ApiError:
             telemetry.RECONCILES.labels("retry").inc()
             raise
@@ -143,14 +177,56 @@ async def converge(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_
 
 @kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=5, initial_delay=1)
 async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: logging.Logger, **_: Any) -> None:
-    """Tick every forecast.stepSeconds (re-read live from the spec) until the resource goes or the operator pauses."""
+    """Tick every forecast.stepSeconds (re-read live from the spec) until the resource goes or the operator pauses.
+
+    Only while this operator holds the Lease of the resource's namespace; otherwise it stands by, and on
+    taking the Lease (at start-up too) it converges once before its first tick."""
     config: Config = memo.config
-    # Spread the resources' ticks over the step: after a start or restart every
-    # daemon would otherwise tick in the same second, and stay bunched: one burst
-    # of API calls per step (1,000 resources: thousands of requests at once).
-    await stopped.wait(_phase(body, _step_seconds(plain(body), config)))
+    leases: NamespaceLeases | None = memo.get("leases")
+    namespace = str((body.get("metadata") or {}).get("namespace") or "")
+    if leases is not None:
+        leases.want(namespace)
+    try:
+        await _run_loop(body, memo, stopped, logger, config, leases, namespace)
+    finally:
+        if leases is not None:
+            leases.drop(namespace)
+    if stopped.reason and stopped.reason & kopf.DaemonStoppingReason.RESOURCE_DELETED:
+        # Drop the deleted resource's binding, history, memory, forecasts and metric series (no dashboard
+        # ghosts); on a pause or an exit they are kept, the resource still exists.
+        owner = Owner.from_body(plain(body))
+        memo.loop.forget(owner)
+        memo.get("reconcile_locks", {}).pop(owner.uid, None)
+
+
+async def _run_loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: logging.Logger,
+                    config: Config, leases: NamespaceLeases | None, namespace: str) -> None:
+    acting = leases is None
+    spread = False
     due = time.monotonic()
     while not stopped:
+        if leases is not None and not leases.holds(namespace):
+            # Standing by: another operator holds the namespace's Lease (or none does yet). Nothing is written.
+            if acting:
+                logger.warning("Standing by: this operator no longer holds the Lease of namespace %s.", namespace)
+                acting = False
+            await stopped.wait(min(1.0, leases.timing.renew_s))
+            continue
+        if not acting:
+            # At once, as kopf's resume would: it was filtered out while the Lease was not held.
+            retry_in = await _converge_on_takeover(body, memo, logger)
+            if retry_in is not None:
+                await stopped.wait(retry_in)
+                continue
+            acting = True
+            due = time.monotonic()  # ticks resume from now, not from before the stand-by
+        if not spread:
+            # Spread the resources' ticks over the step: after a start or restart every
+            # daemon would otherwise tick in the same second, and stay bunched: one burst
+            # of API calls per step (1,000 resources: thousands of requests at once).
+            await stopped.wait(_phase(body, _step_seconds(plain(body), config)))
+            spread, due = True, time.monotonic()
+            continue
         started = time.monotonic()
         telemetry.TICK_LAG.observe(max(0.0, started - due))
         raw = plain(body)
@@ -178,10 +254,24 @@ async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, lo
         if behind > step:  # whole ticks were missed: skip them rather than run them back to back
             due += step * math.floor(behind / step)
         await stopped.wait(max(0.0, due - time.monotonic()))
-    if stopped.reason and stopped.reason & kopf.DaemonStoppingReason.RESOURCE_DELETED:
-        # Drop the deleted resource's binding, history, memory, forecasts and metric series (no dashboard
-        # ghosts); on a pause or an exit they are kept, the resource still exists.
-        memo.loop.forget(Owner.from_body(plain(body)))
+
+
+async def _converge_on_takeover(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger) -> float | None:
+    """Converge once after taking the Lease: kopf's handlers were filtered out while another operator (or none)
+    held it, so a spec change made meanwhile may not be applied yet. Returns None when done, else the seconds
+    to wait before retrying (as `retrying()` would have kopf wait)."""
+    raw = plain(body)
+    try:
+        async with _reconcile_lock(memo, raw):
+            summary = await reconcile(raw, _deps(memo, raw))
+    except ApiError as exc:
+        telemetry.RECONCILES.labels("retry").inc()
+        delay = exc.retry_after or (1.0 if exc.retryable else SLOW_RETRY_SECONDS)
+        logger.warning("Converging after taking the Lease failed, retrying in %gs: %s", delay, exc)
+        return delay
+    telemetry.RECONCILES.labels("invalid" if summary.startswith("invalid") else "ok").inc()
+    logger.info("Holding the Lease of namespace %s: %s", raw["metadata"].get("namespace"), summary)
+    return None
 
 
 def _phase(body: Mapping[str, Any], step: float) -> float:
