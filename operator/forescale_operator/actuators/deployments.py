@@ -75,9 +75,12 @@ async def ensure_deployment(api: KubeApi, owner: Owner, pool: PoolSpec, replicas
 
 
 async def scale(api: KubeApi, owner: Owner, pool: PoolSpec, replicas: int) -> int:
-    """Set the pool's replicas, clamped to its bounds; returns the count set."""
+    """Set the pool's replicas, clamped to its bounds; returns the count set.
+
+    A targetRef is scaled through its scale subresource: its spec is the user's, only the replica count is ours."""
     count = clamp(replicas, pool)
-    await api.patch(DEPLOYMENTS, owner.namespace, owner.pool_name(pool.name), {"spec": {"replicas": count}})
+    await api.patch(DEPLOYMENTS, owner.namespace, owner.deployment_of(pool), {"spec": {"replicas": count}},
+                    subresource="scale" if pool.adopted else None)
     return count
 
 

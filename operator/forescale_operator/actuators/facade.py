@@ -40,8 +40,6 @@ class Actuators:
         return await targets.ensure_target(self.api, owner, pool, current, preview=preview)
 
     async def scale(self, owner: Owner, pool: PoolSpec, replicas: int) -> int:
-        if pool.adopted:
-            return await targets.scale_target(self.api, owner, pool, replicas)
         return await deployments.scale(self.api, owner, pool, replicas)
 
     async def read_pool(self, owner: Owner, pool: PoolSpec) -> deployments.PoolReadiness:

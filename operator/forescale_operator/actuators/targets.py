@@ -2,7 +2,7 @@
 
 Forescale never rewrites, labels, annotates or deletes a Deployment it did not
 create: it reads it, and sets its replicas through the scale subresource
-(`deployments/scale`), the way the HPA and KEDA do. Before the first write it
+(`deployments/scale`, in deployments.scale), the way the HPA and KEDA do. Before the first write it
 refuses a Deployment that is missing, that lives in another namespace, that
 another controller owns (a KServe InferenceService, say), or that a
 HorizontalPodAutoscaler already scales: two controllers setting one replica
@@ -18,7 +18,7 @@ from ..children import AdoptionRefused, Owner
 from ..kube.client import KubeApi
 from ..kube.refs import DEPLOYMENTS, HORIZONTAL_POD_AUTOSCALERS
 from ..spec import PoolSpec, SpecError
-from .deployments import DeploymentChange, clamp
+from .deployments import DeploymentChange, clamp, scale
 
 
 def _where(pool: PoolSpec) -> str:
@@ -70,13 +70,5 @@ async def ensure_target(api: KubeApi, owner: Owner, pool: PoolSpec, current: Map
     before = int((current.get("spec") or {}).get("replicas", 1))
     count = clamp(before, pool)
     if count != before and not preview:
-        await scale_target(api, owner, pool, count)
+        await scale(api, owner, pool, count)
     return DeploymentChange(owner.deployment_of(pool), False, False, before, count)
-
-
-async def scale_target(api: KubeApi, owner: Owner, pool: PoolSpec, replicas: int) -> int:
-    """Set the replicas through the scale subresource, clamped to the pool's bounds; returns the count set."""
-    count = clamp(replicas, pool)
-    await api.patch(DEPLOYMENTS, owner.namespace, owner.deployment_of(pool), {"spec": {"replicas": count}},
-                    subresource="scale")
-    return count
