@@ -53,6 +53,10 @@ class Owner:
     def pool_name(self, pool: str) -> str:
         return f"{self.name}-{pool}"
 
+    def deployment_of(self, pool: PoolSpec) -> str:
+        """The pool's Deployment: the targetRef's, or `<name>-<pool>` made from the template."""
+        return pool.target_ref.name if pool.target_ref is not None else self.pool_name(pool.name)
+
 
 #: pool names: children are `<name>-<pool>`, so a resource name ending in one would take another resource's child
 POOL_SUFFIXES = ("-a", "-b")
@@ -65,6 +69,10 @@ class ChildConflict(Exception):
         self.kind, self.name, self.holder = kind, name, holder
         super().__init__(f"{kind} {name} is controlled by {holder}, not by this resource; it is left alone "
                          f"(delete or rename it, or rename this resource)")
+
+
+class AdoptionRefused(Exception):
+    """An existing object a spec names (a targetRef, a routeRef) cannot be taken over: it is left alone."""
 
 
 def name_problem(name: str) -> str | None:

@@ -62,12 +62,17 @@ class Reason(str, Enum):
     ADMIN_PORT_INVALID = "AdminPortInvalid"
     #: a child's name is held by an object another owner controls; it is left alone
     CHILD_CONFLICT = "ChildConflict"
+    #: existing Deployments (targetRef) or an existing route (routeRef) were taken over: scaled and weighted, nothing else
+    POOLS_ADOPTED = "PoolsAdopted"
+    #: a targetRef or routeRef cannot be taken over (another controller, an HPA, a route without both backends)
+    ADOPTION_REFUSED = "AdoptionRefused"
 
 
 #: reasons posted as Warning events; all others are Normal
 WARNING_REASONS = frozenset(
     {Reason.EMERGENCY_STARTED, Reason.OVERLOAD, Reason.CUTBACK_ABORTED, Reason.METRICS_UNAVAILABLE, Reason.INVALID_SPEC,
-     Reason.FORECAST_SPIKE, Reason.ADMIN_PORT_INVALID, Reason.CHILD_CONFLICT, Reason.ROOT_CAUSE_SUSPECTED}
+     Reason.FORECAST_SPIKE, Reason.ADMIN_PORT_INVALID, Reason.CHILD_CONFLICT, Reason.ROOT_CAUSE_SUSPECTED,
+     Reason.ADOPTION_REFUSED}
 )
 
 

@@ -25,6 +25,7 @@ from .events import KubeEvents
 from .forecast_loop.binding import Bindings
 from .forecast_loop.loop import ForecastLoop
 from .handlers.reconcile import reconcile
+from .handlers.release import release
 from .handlers.tick import TickContext, TickDeps, tick
 from .kube.errors import ApiError
 from .kube.http import Connection, HttpKubeApi
@@ -141,6 +142,19 @@ async def converge(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_
     logger.info(summary)
 
 
+@kopf.on.delete(GROUP, VERSION, PLURAL, backoff=2, retries=20)
+async def give_back(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+    """Restore an adopted route to 100/0 (handlers/release.py); the children go with their owner references.
+
+    Waits for a tick in flight (kopf signals the daemon to stop, but a tick already acting could otherwise
+    shift the weights after they were restored). After `retries` failed tries kopf lets the deletion go on."""
+    raw = plain(body)
+    async with memo.loop.acting(Owner.from_body(raw)):
+        with retrying():
+            summary = await release(raw, _deps(memo, raw))
+    logger.info(summary)
+
+
 @kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=5, initial_delay=1)
 async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: logging.Logger, **_: Any) -> None:
     """Tick every forecast.stepSeconds (re-read live from the spec) until the resource goes or the operator pauses."""
@@ -156,7 +170,10 @@ async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, lo
         raw = plain(body)
         step = _step_seconds(raw, config)
         try:
-            summary = await tick(TickContext(raw), _deps(memo, raw))
+            async with memo.loop.acting(Owner.from_body(raw)):
+                if stopped:  # deleted while waiting: the route was given back, no tick may act after that
+                    break
+                summary = await tick(TickContext(raw), _deps(memo, raw))
             telemetry.TICKS.labels("ok").inc()
             logger.debug(summary)
         except ApiError as exc:

@@ -9,6 +9,7 @@ already reported, and past forecasts, scored against what happened to give
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,8 @@ class ResourceMemory:
     pod_problems: set = field(default_factory=set)
     #: the clocks at the last tick, to tell a wall-clock jump from time passing
     clock: ClockWatch = field(default_factory=ClockWatch)
+    #: held while a tick runs, and by the delete handler (ForecastLoop.acting)
+    acting: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def remember_forecast(self, target_time: float, median: float, upper: float) -> None:
         self.pending.append((target_time, median, upper))

@@ -78,9 +78,10 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     state = load_state(status, owner, memory, now=now, mono=loop.monotonic(),
                        cutback_interval_s=spec.traffic.cutback.interval_seconds)
 
-    # Read the children: one deleted, never made or not ours goes back to reconcile (which refuses a foreign one).
-    seen = await observing.observe(deps.actuators, owner, binding.router)
-    if not seen.complete or not await deps.actuators.services_intact(owner):
+    # Read the children (an adopted pool: its targetRef): one deleted, never made or not ours goes back to reconcile.
+    seen = await observing.observe(deps.actuators, owner, binding.router, spec)
+    read_only = spec.preview and spec.adopts  # Preview with a targetRef creates nothing: no Service to check
+    if not seen.complete_for(spec) or not (read_only or await deps.actuators.services_intact(owner, spec.a, spec.b)):
         return await reconcile(body, deps)
     update = StatusUpdate(status, generation)
     # The phase is readiness only where the engine never runs: with metrics, an incident outlives readiness.
@@ -93,8 +94,9 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     reading = await read(binding.metric_source, owner.namespace, owner.name, spec, memory.history, now)
     record_metrics(update, reading)
 
-    # Observe: the pods (admin endpoints, start-up times; a bad admin port reported once), joined with the reading.
-    pods = await read_pods(deps.api, owner)
+    # Observe: the pods (admin endpoints, start-up times; a bad admin port reported once), joined with the reading;
+    # an adopted pool's pods are found by its Deployment's selector.
+    pods = await read_pods(deps.api, owner, {p.name: seen.pool(p.name).selector for p in (spec.a, spec.b) if p.adopted})
     executor = Executor(deps.api, deps.actuators, deps.events, binding, memory, pods, admin_timeout=loop.admin_timeout)
     await executor.report_pod_problems()
     observations = build_observations(

@@ -43,3 +43,4 @@ CLUSTER_KOPF_PEERINGS = Ref("kopf.dev", "v1", "clusterkopfpeerings", "ClusterKop
 CONFIG_MAPS = Ref("", "v1", "configmaps", "ConfigMap")
 SECRETS = Ref("", "v1", "secrets", "Secret")
 PODS = Ref("", "v1", "pods", "Pod")
+HORIZONTAL_POD_AUTOSCALERS = Ref("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")
