@@ -33,6 +33,11 @@ class Observation:
         return Phase.STABLE
 
     @property
+    def phase_without_metrics(self) -> Phase:
+        """Pending until pool A serves, then Degraded: with no metric source nothing is forecast or scaled."""
+        return Phase.PENDING if self.phase is Phase.PENDING else Phase.DEGRADED
+
+    @property
     def complete(self) -> bool:
         """Both Deployments exist and are this resource's, and the route carries a split."""
         return self.a.exists and self.b.exists and self.a.owned and self.b.owned and self.weights is not None
@@ -50,7 +55,7 @@ async def observe(actuators: Actuators, owner: Owner, router: Router) -> Observa
 
 
 def record(update: StatusUpdate, spec: InferenceSpec, seen: Observation, *, set_phase: bool = True) -> None:
-    """Write what was observed into status: pools, weights, Ready and (unless the engine owns it) the phase."""
+    """Write what was observed into status: pools, weights, Ready and (unless the caller owns it) the phase."""
     for name, pool in (("a", seen.a), ("b", seen.b)):
         pool_spec = spec.pool(name)
         update.pool(name, replicas=pool.replicas, ready=pool.ready, desired=pool.desired, precision=pool_spec.precision)
