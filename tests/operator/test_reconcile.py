@@ -328,3 +328,14 @@ async def test_defaults_a_real_server_fills_in_cause_no_rewrite(cluster, api, ex
     await reconcile(current(cluster), deps)
     writes_after = [r for r in cluster.request_log if r.verb in ("create", "update", "patch", "delete")]
     assert writes_after == writes_before and events.reasons == ["PoolsCreated"]
+
+
+async def test_with_an_admin_token_secret_both_pools_get_the_token(cluster, api, example):
+    events = RecordingEvents()
+    deps = HandlerDeps(api=api, actuators=Actuators(api, ("forescale-admin", "token")), events=events)
+    await reconcile(apply(cluster, example()), deps)
+    for pool in ("a", "b"):
+        pod = cluster.get("deployments", "default", f"chat-{pool}")["spec"]["template"]["spec"]
+        env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+        assert env["FORESCALE_ADMIN_TOKEN_FILE"] == "/var/run/forescale/token"
+        assert pod["volumes"][-1]["projected"]["sources"][0]["secret"]["name"] == "forescale-admin"

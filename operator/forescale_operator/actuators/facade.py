@@ -21,13 +21,15 @@ from . import deployments, routes, services
 @dataclass
 class Actuators:
     api: KubeApi
+    #: FORESCALE_ADMIN_TOKEN_SECRET as (secret, key): wired into both pools' pods; None leaves the templates as written
+    admin_secret: tuple[str, str] | None = None
 
     def router(self, kind: str) -> Router:
         """The backend of `traffic.router` (`gatewayapi`, `istio` or `none`), talking to this API."""
         return make_router(kind, self.api)
 
     async def ensure_deployment(self, owner: Owner, pool: PoolSpec, replicas: int | None = None) -> deployments.DeploymentChange:
-        return await deployments.ensure_deployment(self.api, owner, pool, replicas)
+        return await deployments.ensure_deployment(self.api, owner, pool, replicas, self.admin_secret)
 
     async def scale(self, owner: Owner, pool: PoolSpec, replicas: int) -> int:
         return await deployments.scale(self.api, owner, pool, replicas)
