@@ -21,7 +21,7 @@ import yaml
 from forescale_devcluster.demo_stack import DemoStack, StackSettings, wait_until
 from forescale_operator.admin_client import pod_endpoint, pod_is_ready
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+DOCKERFILE = Path(__file__).resolve().parents[2] / "docker" / "server.Dockerfile"
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "crds" / "examples").glob("*.yaml"))
 
@@ -54,6 +54,33 @@ def _post(url: str, body: dict, token: str | None) -> int:
         return exc.code
 
 
+def _entrypoint_serve_args() -> list[str]:
+    """What the server image's ENTRYPOINT passes to `forescale serve`, before the container's args."""
+    line = next(line for line in DOCKERFILE.read_text().splitlines() if line.startswith("ENTRYPOINT"))
+    argv = json.loads(line[len("ENTRYPOINT"):])
+    return argv[argv.index("serve") + 1:]
+
+
+@pytest.mark.parametrize("resource", _resources(), ids=lambda r: r["metadata"]["name"])
+def test_every_example_container_parses_as_forescale_serve(resource):
+    # The pod runner runs its own command, so the examples' args are checked here against the image's
+    # entry point: `args: [serve, ...]` (serve twice) or an unknown flag would crash-loop on a cluster.
+    import typer
+
+    from forescale_server.cli import app
+
+    command = typer.main.get_command(app)
+    for pool, spec in resource["spec"]["pools"].items():
+        container = spec["template"]["spec"]["containers"][0]
+        args = _entrypoint_serve_args() + [str(a) for a in container.get("args") or []]
+        command.make_context("forescale serve", args)  # raises a usage error on a bad flag or a stray word
+        ports = {p.get("name") for p in container.get("ports") or []}
+        probe = (container.get("readinessProbe") or {}).get("httpGet") or {}
+        assert "http" in ports and probe.get("path") == "/readyz", f"{pool}: the pod must not be Ready before its model"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
 def test_every_example_runs_and_answers_the_admin_token(tmp_path):
     resources = _resources()
     assert {r["metadata"]["name"] for r in resources} >= {"chat", "chat-full"}
