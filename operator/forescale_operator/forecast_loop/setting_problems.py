@@ -10,12 +10,15 @@ Both used to show only in a condition or the operator's log; a user running
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Mapping
 
 from ..events import EventSink
 from ..reasons import ConditionReason, ConditionType, Reason
 from .binding import ResourceBinding
 from .memory import ResourceMemory
+
+logger = logging.getLogger(__name__)
 
 #: what the MetricsUnavailable event says when no Prometheus URL is configured
 NO_METRIC_SOURCE = ("No metric source: the operator's FORESCALE_PROMETHEUS_URL is not set and spec.metrics.prometheusUrl "
@@ -40,10 +43,11 @@ async def report_no_metric_source(events: EventSink, status: Mapping[str, Any]) 
 
 
 async def report_ignored_annotation(events: EventSink, binding: ResourceBinding, memory: ResourceMemory) -> None:
-    """One AnnotationIgnored Warning per bad capacity annotation value; a good or absent one resets it."""
+    """One AnnotationIgnored Warning (and log line) per bad capacity annotation value; a good or absent one resets it."""
     if binding.params_problem is None:
         memory.reported_annotation = None
         return
     if memory.reported_annotation != binding.annotation:
         memory.reported_annotation = binding.annotation
+        logger.warning("%s/%s: %s", binding.owner.namespace, binding.owner.name, binding.params_problem)
         await events.post(Reason.ANNOTATION_IGNORED, binding.params_problem)

@@ -120,7 +120,7 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
     update = StatusUpdate(status, meta.get("generation"))
     update.observed_generation(meta.get("generation", 1))
     seen = await observing.observe(deps.actuators, owner, router)
-    observing.record(update, spec, seen, set_phase=False)
+    observing.record(update, spec, seen)
     # Without a metric source nothing is scaled: say Degraded from the start, not Stable until the first tick.
     update.phase(seen.phase if spec.metrics.prometheus_url or deps.prometheus_url else seen.phase_without_metrics)
     await write_status(deps.api, owner.namespace, owner.name, update)

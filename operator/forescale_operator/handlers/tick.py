@@ -86,8 +86,8 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     update = StatusUpdate(status, generation)
     # A capacity annotation the binding had to ignore is said once per bad value, as a Warning event.
     await report_ignored_annotation(deps.events, binding, memory)
-    # The phase is the engine's where it runs (an incident outlives readiness); it is set below where it does not.
-    observing.record(update, spec, seen, set_phase=False)
+    # Readiness, without the phase: the engine's where it runs (an incident outlives readiness), set below where not.
+    observing.record(update, spec, seen)
     # Read the metrics where a Prometheus URL exists (the spec's, else the operator's); without one, status is all:
     # Degraded once pool A serves, and one MetricsUnavailable Warning naming the setting.
     if not binding.reads_metrics:
