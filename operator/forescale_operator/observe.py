@@ -1,4 +1,4 @@
-"""Observe the children and derive the readiness part of status: pools, weights, phase, Ready."""
+"""Observe the children and derive the readiness part of status: pools, weights, Ready, and the phases they imply."""
 
 from __future__ import annotations
 
@@ -31,6 +31,10 @@ class Observation:
         if self.a.ready != self.a.desired or self.b.ready != self.b.desired or not self.b.exists:
             return Phase.SCALING
         return Phase.STABLE
+
+    def phase_without_metrics(self, spec: InferenceSpec) -> Phase:
+        """Pending until pool A serves, then Degraded: with no metric source nothing is forecast or scaled."""
+        return Phase.PENDING if self.phase_for(spec) is Phase.PENDING else Phase.DEGRADED
 
     @property
     def complete(self) -> bool:
@@ -66,8 +70,9 @@ async def observe(actuators: Actuators, owner: Owner, router: Router, spec: Infe
     return Observation(a, b, weights)
 
 
-def record(update: StatusUpdate, spec: InferenceSpec, seen: Observation, *, set_phase: bool = True) -> None:
-    """Write what was observed into status: pools, weights, Ready and (unless the engine owns it) the phase."""
+def record(update: StatusUpdate, spec: InferenceSpec, seen: Observation) -> None:
+    """Write what was observed into status: pools, weights and Ready. The phase is the caller's: readiness
+    alone does not decide it (no metric source makes it Degraded; with metrics, an incident outlives readiness)."""
     for name, pool in (("a", seen.a), ("b", seen.b)):
         pool_spec = spec.pool(name)
         update.pool(name, replicas=pool.replicas, ready=pool.ready, desired=pool.desired, precision=pool_spec.precision,
@@ -77,5 +82,3 @@ def record(update: StatusUpdate, spec: InferenceSpec, seen: Observation, *, set_
     serving = seen.a.exists and seen.a.ready >= 1 and seen.weights is not None
     update.condition(ConditionType.READY, serving,
                      ConditionReason.POOLS_READY if serving else ConditionReason.POOLS_NOT_READY, seen.summary())
-    if set_phase:
-        update.phase(seen.phase_for(spec))

@@ -60,7 +60,9 @@ def retrying() -> Iterator[None]:
 def _deps(memo: kopf.Memo, body: Mapping[str, Any]) -> TickDeps:
     api: HttpKubeApi = memo.api
     events = KubeEvents(api, Owner.from_body(body), instance=memo.config.pod_name)
-    return TickDeps(api=api, actuators=Actuators(api), events=events, loop=memo.loop)
+    return TickDeps(api=api, actuators=Actuators(api, memo.config.admin_token_secret), events=events,
+                    prometheus_url=memo.config.prometheus_url,
+                    loop=memo.loop)
 
 
 def make_forecast_loop(config: Config, api: HttpKubeApi) -> ForecastLoop:

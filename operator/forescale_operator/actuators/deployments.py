@@ -44,12 +44,14 @@ def clamp(value: int, pool: PoolSpec) -> int:
     return max(pool.min_replicas, min(pool.max_replicas, value))
 
 
-async def ensure_deployment(api: KubeApi, owner: Owner, pool: PoolSpec, replicas: int | None = None) -> DeploymentChange:
+async def ensure_deployment(api: KubeApi, owner: Owner, pool: PoolSpec, replicas: int | None = None,
+                            admin_secret: tuple[str, str] | None = None) -> DeploymentChange:
     """Create the pool's Deployment at `replicas` (default minReplicas), or converge it.
 
     An existing Deployment keeps its replica count (the loop owns it) unless it
     is outside the pool's bounds; its template, selector, labels and owner
-    reference are rewritten when they differ from the spec.
+    reference are rewritten when they differ from the spec. `admin_secret`
+    (FORESCALE_ADMIN_TOKEN_SECRET) wires the admin token into the pods.
     """
     name = owner.pool_name(pool.name)
     current = await api.get(DEPLOYMENTS, owner.namespace, name)
@@ -58,11 +60,11 @@ async def ensure_deployment(api: KubeApi, owner: Owner, pool: PoolSpec, replicas
         raise ChildConflict("Deployment", name, holder)
     if current is None:
         count = clamp(pool.min_replicas if replicas is None else replicas, pool)
-        await api.create(DEPLOYMENTS, owner.namespace, children.deployment(owner, pool, count))
+        await api.create(DEPLOYMENTS, owner.namespace, children.deployment(owner, pool, count, admin_secret))
         return DeploymentChange(name, True, False, None, count)
     before = int((current.get("spec") or {}).get("replicas", 1))
     count = clamp(before if replicas is None else replicas, pool)
-    wanted = children.deployment(owner, pool, count)
+    wanted = children.deployment(owner, pool, count, admin_secret)
     template_changed = children.needs_update(current, wanted)
     if template_changed:
         # A replace (not a merge patch) so that fields removed from the template disappear too;

@@ -24,13 +24,15 @@ from . import deployments, routes, services, targets
 @dataclass
 class Actuators:
     api: KubeApi
+    #: FORESCALE_ADMIN_TOKEN_SECRET as (secret, key): wired into both pools' pods; None leaves the templates as written
+    admin_secret: tuple[str, str] | None = None
 
     def router(self, traffic: TrafficSpec) -> Router:
         """The route backend of `traffic` (its routeRef, or `gatewayapi`, `istio`, `none`), talking to this API."""
         return router_for(traffic, self.api)
 
     async def ensure_deployment(self, owner: Owner, pool: PoolSpec, replicas: int | None = None) -> deployments.DeploymentChange:
-        return await deployments.ensure_deployment(self.api, owner, pool, replicas)
+        return await deployments.ensure_deployment(self.api, owner, pool, replicas, self.admin_secret)
 
     async def check_target(self, owner: Owner, pool: PoolSpec) -> Mapping[str, Any]:
         return await targets.check_target(self.api, owner, pool)

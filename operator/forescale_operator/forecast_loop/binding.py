@@ -13,7 +13,6 @@ generation (never so from an API server) is bound afresh every time.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
@@ -26,8 +25,6 @@ from ..readings.noop import NoopMetricSource
 from ..routers.base import Router
 from ..routers.factory import router_for
 from ..spec import InferenceSpec, parse_spec
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -42,7 +39,7 @@ class ResourceBinding:
     spec: InferenceSpec
     #: the engine's parameters: the capacity annotation's prior, or the default one
     params: EngineParams
-    #: what is wrong with the capacity annotation (logged once per binding), or None
+    #: what is wrong with the capacity annotation (the tick says it once per bad value), or None
     params_problem: str | None
     #: the spec's Prometheus or the operator-wide one; a no-op when neither exists
     metric_source: MetricSource
@@ -106,8 +103,6 @@ class Bindings:
             return held
         binding = bind(body, api, sources=self._sources, prometheus_url=self.prometheus_url,
                        admin_secret=self.admin_secret, build=self._build, batch=self._batch)
-        if binding.params_problem and (held is None or held.params_problem != binding.params_problem):
-            logger.warning("%s/%s: %s", binding.owner.namespace, binding.owner.name, binding.params_problem)
         self._bound[binding.owner.uid] = binding
         return binding
 

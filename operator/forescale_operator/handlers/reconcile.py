@@ -191,5 +191,8 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
     seen = await observing.observe(deps.actuators, owner, router, spec)
     observing.record(update, spec, seen)
     update.adopted(adopted)
+    # Without a metric source nothing is scaled: say Degraded from the start, not Stable until the first tick.
+    update.phase(seen.phase_for(spec) if spec.metrics.prometheus_url or deps.prometheus_url
+                 else seen.phase_without_metrics(spec))
     await write_status(deps.api, owner.namespace, owner.name, update)
     return f"converged: {a.name} {a.replicas}, {b.name} {b.replicas}, {route_text}"

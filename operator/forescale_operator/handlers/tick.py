@@ -25,6 +25,7 @@ from ..forecast_loop.loop import ForecastLoop
 from ..forecast_loop.pods import read_pods
 from ..forecast_loop.reporter import record_decision, record_incident, record_metrics, record_telemetry
 from ..forecast_loop.saved_state import load_state
+from ..forecast_loop.setting_problems import report_ignored_annotation, report_no_metric_source
 from ..kube.client import KubeApi
 from ..phase import Phase
 from ..reasons import Reason
@@ -84,10 +85,15 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     if not seen.complete_for(spec) or not (read_only or await deps.actuators.services_intact(owner, spec.a, spec.b)):
         return await reconcile(body, deps)
     update = StatusUpdate(status, generation)
-    # The phase is readiness only where the engine never runs: with metrics, an incident outlives readiness.
-    observing.record(update, spec, seen, set_phase=not binding.reads_metrics)
-    # Read the metrics where a Prometheus URL exists (the spec's, else the operator's); without one, status is all.
+    # A capacity annotation the binding had to ignore is said once per bad value, as a Warning event.
+    await report_ignored_annotation(deps.events, binding, memory)
+    # Readiness, without the phase: the engine's where it runs (an incident outlives readiness), set below where not.
+    observing.record(update, spec, seen)
+    # Read the metrics where a Prometheus URL exists (the spec's, else the operator's); without one, status is all:
+    # Degraded once pool A serves, and one MetricsUnavailable Warning naming the setting.
     if not binding.reads_metrics:
+        await report_no_metric_source(deps.events, status)
+        update.phase(seen.phase_without_metrics(spec))
         record_metrics(update, None)
         await write_status(deps.api, owner.namespace, owner.name, update)
         return f"observed: {seen.summary()}; no metrics"
