@@ -10,7 +10,6 @@ probing, and restarts a process that dies after an exponential back-off
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import copy
 import datetime as dt
@@ -28,7 +27,7 @@ import aiohttp
 
 from forescale_devcluster import procs
 from forescale_devcluster.podrunner_kubeapi import KubeApi, KubeApiError, collection_path, object_path
-from forescale_devcluster.podrunner_volumes import VolumeNotReady, mount_secrets, rewrite_paths
+from forescale_devcluster.podrunner_volumes import VolumeNotReady, mount_secrets, rewrite_paths, secret_files
 
 log = logging.getLogger(__name__)
 
@@ -290,11 +289,9 @@ class LocalPod:
         ref = source.get("secretKeyRef")
         if ref and ref.get("name") and ref.get("key"):
             secret = await self.api.get(object_path("v1", "secrets", self.view.namespace, ref["name"])) or {}
-            if ref["key"] in (secret.get("stringData") or {}):
-                return str(secret["stringData"][ref["key"]])
-            raw = (secret.get("data") or {}).get(ref["key"])
-            if raw is not None:
-                return base64.b64decode(raw).decode()
+            value = secret_files(secret).get(ref["key"])
+            if value is not None:
+                return value.decode()
         log.warning("pod %s: env source %s not resolved locally; left unset", self.view.name, source)
         return None
 

@@ -29,7 +29,8 @@ class VolumeNotReady(RuntimeError):
     """A volume cannot be set up yet (its Secret or key is missing); the message is the kubelet's kind of reason."""
 
 
-def _secret_files(secret: Mapping[str, Any]) -> dict[str, bytes]:
+def secret_files(secret: Mapping[str, Any]) -> dict[str, bytes]:
+    """A Secret's keys and their bytes (`data` base64-decoded, `stringData` as written, which wins)."""
     files = {k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()}
     files.update({k: str(v).encode() for k, v in (secret.get("stringData") or {}).items()})
     return files
@@ -43,7 +44,7 @@ async def _project(read: SecretReader, source: Mapping[str, Any], volume: str) -
         if source.get("optional"):
             return {}
         raise VolumeNotReady(f'MountVolume.SetUp failed for volume "{volume}": secret "{name}" not found')
-    files = _secret_files(secret)
+    files = secret_files(secret)
     items = source.get("items")
     if not items:
         return files

@@ -102,7 +102,8 @@ def serve(
         _fail(str(exc))
     if precision not in PRECISIONS:
         _fail(f"unknown --precision {precision!r}; expected one of {', '.join(PRECISIONS)}")
-    if precision_fallback is not None and precision_fallback.lower() not in PRECISIONS:
+    fallback = precision_fallback.lower() if precision_fallback is not None else None
+    if fallback is not None and fallback not in PRECISIONS:
         _fail(f"unknown --precision-fallback {precision_fallback!r}; expected one of {', '.join(PRECISIONS)}")
     if emulate_gpu is not None and emulate_gpu not in PROFILES:
         _fail(f"unknown --emulate-gpu profile {emulate_gpu!r}; known: {', '.join(sorted(PROFILES))}")
@@ -130,9 +131,8 @@ def serve(
     try:
         token = AdminToken.from_env()
         backend = make_backend(model, precision, emulate_gpu, device=device, threads=threads, max_batch=max_batch, variant=variant, variant_dir=model_path)
-        choice = choose_precision(precision, backend.supported_precisions(),
-                                  precision_fallback.lower() if precision_fallback else None,
-                                  source=source, hardware=_hardware(backend))
+        choice = choose_precision(precision, backend.supported_precisions(), fallback, source=source,
+                                  hardware=_hardware(backend))
     except ValueError as exc:
         _fail(str(exc))
     if choice.requested is not None:
