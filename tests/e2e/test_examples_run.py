@@ -26,8 +26,29 @@ DOCKERFILE = Path(__file__).resolve().parents[2] / "docker" / "server.Dockerfile
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "crds" / "examples").glob("*.yaml"))
 
 
-def _resources() -> list[dict]:
+def _documents() -> list[dict]:
     return [doc for path in EXAMPLES for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def _resources() -> list[dict]:
+    """The InferenceDeployments whose pools Forescale creates from templates. The adoption examples
+    (a user's existing Deployments under a targetRef) are walked through, applied as written, by
+    tests/operator/test_adopt_e2e.py and docs/migrate.md."""
+    return [d for d in _documents() if d.get("kind") == "InferenceDeployment"
+            and all("template" in pool for pool in d["spec"]["pools"].values())]
+
+
+def _containers() -> list[tuple[str, dict]]:
+    """Every model-server container the examples define: each pool template's and each Deployment's."""
+    out = []
+    for doc in _documents():
+        name = doc["metadata"]["name"]
+        if doc.get("kind") == "InferenceDeployment":
+            out += [(f"{name}-{pool}", spec["template"]["spec"]["containers"][0])
+                    for pool, spec in doc["spec"]["pools"].items() if "template" in spec]
+        elif doc.get("kind") == "Deployment":
+            out += [(f"deployment {name}", c) for c in doc["spec"]["template"]["spec"]["containers"]]
+    return out
 
 
 def _expected_pods(resources: list[dict]) -> dict[str, int]:
@@ -61,8 +82,8 @@ def _entrypoint_serve_args() -> list[str]:
     return argv[argv.index("serve") + 1:]
 
 
-@pytest.mark.parametrize("resource", _resources(), ids=lambda r: r["metadata"]["name"])
-def test_every_example_container_parses_as_forescale_serve(resource):
+@pytest.mark.parametrize("label, container", _containers(), ids=lambda x: x if isinstance(x, str) else "")
+def test_every_example_container_parses_as_forescale_serve(label, container):
     # The pod runner runs its own command, so the examples' args are checked here against the image's
     # entry point: `args: [serve, ...]` (serve twice) or an unknown flag would crash-loop on a cluster.
     import typer
@@ -70,13 +91,11 @@ def test_every_example_container_parses_as_forescale_serve(resource):
     from forescale_server.cli import app
 
     command = typer.main.get_command(app)
-    for pool, spec in resource["spec"]["pools"].items():
-        container = spec["template"]["spec"]["containers"][0]
-        args = _entrypoint_serve_args() + [str(a) for a in container.get("args") or []]
-        command.make_context("forescale serve", args)  # raises a usage error on a bad flag or a stray word
-        ports = {p.get("name") for p in container.get("ports") or []}
-        probe = (container.get("readinessProbe") or {}).get("httpGet") or {}
-        assert "http" in ports and probe.get("path") == "/readyz", f"{pool}: the pod must not be Ready before its model"
+    args = _entrypoint_serve_args() + [str(a) for a in container.get("args") or []]
+    command.make_context("forescale serve", args)  # raises a usage error on a bad flag or a stray word
+    ports = {p.get("name") for p in container.get("ports") or []}
+    probe = (container.get("readinessProbe") or {}).get("httpGet") or {}
+    assert "http" in ports and probe.get("path") == "/readyz", f"{label}: the pod must not be Ready before its model"
 
 
 @pytest.mark.slow
