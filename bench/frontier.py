@@ -30,6 +30,10 @@ seed, written as Azure CSV). Replays run in `--jobs` processes (default 2).
 `--forecaster` and `--reserve` take comma lists: each combination is one
 Forescale configuration placed against the same peer curve; `--reserve`
 sets the spec's `warmReservePercent` (default: the spec's own, 20).
+`--forecaster` defaults to `lstm,ewm,last`: the forecaster ablation, which
+prints, per dev trace, the LSTM's GPU-hours and violation seconds against the
+better baseline's (goal: <= 0.9x the violation seconds at equal GPU-hours, or
+<= 0.95x the GPU-hours at equal violation seconds, on 3 of the 4 dev traces).
 """
 
 from __future__ import annotations
@@ -66,6 +70,14 @@ QUICK_TRACES = ("azure-conv", "synth-bursty")
 INCIDENT_CYCLE = ("Emergency", "Recovering", "CuttingBack")
 
 GOAL_VIOLATION_SHARE = 0.25
+#: the forecaster ablation's goal: against the better of the baselines, at most this share of
+#: the violation seconds at equal GPU-hours, or of the GPU-hours at equal violation seconds
+ABLATION_BASELINES = ("ewm", "last")
+GAIN_VIOLATION = 0.9
+GAIN_GPU = 0.95
+#: "equal" GPU-hours: within 1% (a pod-hour in a hundred; the baselines' own sums differ by more
+#: where their decisions differ at all)
+EQUAL_GPU = 1.01
 GOAL_GPU_SCALE10 = 1.0
 GOAL_PEAK_RATIO = 1.5
 GOAL_MTTR_SECONDS = 60.0
@@ -290,6 +302,51 @@ def assemble(results: list[dict], variants: list[Variant]) -> list[dict]:
     return rows
 
 
+def forecaster_gain(rows: list[dict], main_forecaster: str = "lstm") -> list[dict]:
+    """The forecaster ablation per dev trace: each forecaster's GPU-hours and violation seconds
+    summed over the trace's cases (scales, seeds, with and without the incident) at the same
+    reserve, and the main forecaster against the better baseline (fewer violation seconds, then
+    fewer GPU-hours). Met: <= GAIN_VIOLATION x its violation s at equal GPU-hours (within
+    EQUAL_GPU), or <= GAIN_GPU x its GPU-hours at no more violation s."""
+    sums: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for r in rows:
+        if r["trace"] not in DEV_TRACES:
+            continue
+        forecaster, reserve = r["variant"].split("/", 1)
+        cell = sums.setdefault((r["trace"], reserve), {}).setdefault(forecaster, [0.0, 0.0])
+        cell[0] += r["forescale"]["gpu_hours"]
+        cell[1] += r["forescale"]["violation_seconds"]
+    out = []
+    for (trace, reserve), by in sums.items():
+        bases = [(f, *by[f]) for f in ABLATION_BASELINES if f in by]
+        if main_forecaster not in by or not bases:
+            continue
+        g, v = by[main_forecaster]
+        base, bg, bv = min(bases, key=lambda b: (b[2], b[1]))
+        v_ratio = v / bv if bv > 0 else (1.0 if v == 0 else float("inf"))
+        g_ratio = g / bg if bg > 0 else float("inf")
+        met = (v_ratio <= GAIN_VIOLATION and g_ratio <= EQUAL_GPU) or (g_ratio <= GAIN_GPU and v <= bv)
+        out.append({"trace": trace, "reserve": reserve, "gpu_hours": g, "violation_seconds": v,
+                    "baselines": {f: {"gpu_hours": bg_, "violation_seconds": bv_} for f, bg_, bv_ in bases},
+                    "better_baseline": base, "violation_ratio": v_ratio, "gpu_ratio": g_ratio, "met": bool(met)})
+    return out
+
+
+def print_gain(gains: list[dict], main_forecaster: str = "lstm") -> None:
+    if not gains:
+        return
+    print(f"\n=== forecaster ablation: {main_forecaster} against the better of {', '.join(ABLATION_BASELINES)}, "
+          f"per dev trace (sums over its cases) ===")
+    for g in gains:
+        bases = "  ".join(f"{f} {b['gpu_hours']:.2f}/{b['violation_seconds']:.0f}" for f, b in g["baselines"].items())
+        print(f"{g['trace']:17s} {g['reserve']:16s} {main_forecaster} {g['gpu_hours']:.2f} GPU-h/{g['violation_seconds']:.0f} s  "
+              f"{bases}  vs {g['better_baseline']}: violation {g['violation_ratio']:.2f}x, GPU-h {g['gpu_ratio']:.3f}x  "
+              f"{'met' if g['met'] else 'MISSED'}")
+    met = sum(g["met"] for g in gains)
+    print(f"  <= {GAIN_VIOLATION} x violation s at equal GPU-h, or <= {GAIN_GPU} x GPU-h at equal violation s: "
+          f"met on {met} of {len(gains)} (goal: 3 of 4 dev traces)")
+
+
 # ---------------------------------------------------------------- printing
 
 def _fmt_case(row: dict) -> str:
@@ -378,7 +435,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seeds", default=None, help="comma list (default 0,1,2)")
     p.add_argument("--traces", default=None, help=f"comma list of {', '.join(ALL_TRACES)}")
     p.add_argument("--scales", default=None, help="comma list of load scales (default 1,10)")
-    p.add_argument("--forecaster", default="lstm", help="comma list: lstm, last, ewm, ...")
+    p.add_argument("--forecaster", default="lstm,ewm,last",
+                   help="comma list: lstm, ewm, last, ... (the first is the main configuration; "
+                        "with ewm or last beside lstm, the ablation is printed)")
     p.add_argument("--reserve", default=None, help="comma list of warmReservePercent values, e.g. 0,20")
     p.add_argument("--synthetic-scaled", action="store_true", help="also run the synthetic traces at scales other than 1")
     p.add_argument("--jobs", type=int, default=2, help="replays run at once (processes)")
@@ -427,11 +486,12 @@ def main(argv: list[str]) -> int:
                       f"{results[-1]['seconds']:.0f} s", file=sys.stderr, flush=True)
     rows = assemble(results, args.variants)
     summ = summary(rows)
+    gains = forecaster_gain(rows)
     wall = time.monotonic() - started
     if args.json:
         print(json.dumps({"traces": args.traces, "scales": args.scales, "seeds": args.seeds,
                           "utilizations": list(UTILIZATIONS), "configurations": [v.label for v in args.variants],
-                          "cases": rows, "summary": summ, "wall_seconds": round(wall, 1)},
+                          "cases": rows, "summary": summ, "forecaster_gain": gains, "wall_seconds": round(wall, 1)},
                          default=str))
         return 0
     print("=== peer curves ===")
@@ -440,6 +500,7 @@ def main(argv: list[str]) -> int:
     print_rows(rows)
     print_summary(summ)
     print_reserve(rows, args.variants)
+    print_gain(gains)
     print(f"\n{len(jobs)} replays, wall time {wall:.0f} s in {args.jobs} processes (shared 2-core machine: noisy)")
     return 0
 

@@ -51,6 +51,16 @@ class DemoRun:
     final_phase: str = ""
 
 
+def live_line(s: Sample) -> str:
+    """One line of the demo's live view. The forecast is the upper band of the p99 forecast over the horizon
+    (status.forecast.peakLatencyMs): what the engine sizes for, not the median."""
+    p99 = "   -  " if s.p99_ms is None else ("  err " if s.p99_ms == float("inf") else f"{s.p99_ms:6.0f}")
+    fc = "   -  " if s.forecast_p99_ms is None else f"{s.forecast_p99_ms:6.0f}"
+    return (f"t={s.t:5.0f}s rate {s.offered:5.1f}/s  p99 {p99} ms  forecast upper band {fc} ms  "
+            f"A {s.ready['a']}/{s.desired['a']}  B {s.ready['b']}/{s.desired['b']}  "
+            f"weights {s.weights['a']}/{s.weights['b']}  {s.phase}")
+
+
 def _p99(values: list[float]) -> float | None:
     if not values:
         return None
@@ -113,13 +123,6 @@ class Demo:
             phase=status.get("phase", "?"),
         )
 
-    def _live_line(self, s: Sample) -> str:
-        p99 = "   -  " if s.p99_ms is None else ("  err " if s.p99_ms == float("inf") else f"{s.p99_ms:6.0f}")
-        fc = "   -  " if s.forecast_p99_ms is None else f"{s.forecast_p99_ms:6.0f}"
-        return (f"t={s.t:5.0f}s rate {s.offered:5.1f}/s  p99 {p99} ms  forecast {fc} ms  "
-                f"A {s.ready['a']}/{s.desired['a']}  B {s.ready['b']}/{s.desired['b']}  "
-                f"weights {s.weights['a']}/{s.weights['b']}  {s.phase}")
-
     async def _inject(self, start: float) -> None:
         """Slow pool A down through the servers' fault API, pod by pod, for the incident's length.
 
@@ -154,7 +157,7 @@ class Demo:
             sample = await asyncio.to_thread(self._sample, gen)
             self.run.samples.append(sample)
             if self.live and time.monotonic() - last_line >= 5.0:
-                self.echo(self._live_line(sample))
+                self.echo(live_line(sample))
                 last_line = time.monotonic()
             await asyncio.sleep(1.0)
 

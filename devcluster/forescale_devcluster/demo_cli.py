@@ -8,12 +8,12 @@ from typing import Optional
 
 import typer
 
-app = typer.Typer(add_completion=False, help="Run the whole Forescale loop on this machine (emulated cluster, real operator and Prometheus).")
+app = typer.Typer(add_completion=False, rich_markup_mode=None, help="Run the whole Forescale loop on this machine (emulated cluster, real operator and Prometheus).")
 
 
 @app.command()
 def demo(
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON summary on stdout (DESIGN.md §6)."),
+    json_out: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on stdout."),
     no_incident: bool = typer.Option(False, "--no-incident", help="The control run: no incident is injected."),
     seed: int = typer.Option(0, help="Seeds the incident time and the arrivals."),
     duration: float = typer.Option(360.0, help="Seconds of load (the built-in pattern is stretched to it)."),

@@ -1,4 +1,4 @@
-"""The demo's summary (DESIGN.md §6 "Demo"), its table and its PNG timeline.
+"""The demo's summary, its table and its PNG timeline.
 
 Violation seconds, episodes and time to recover use the replay's own
 definitions (`forescale_sim.metrics`: 10 s windows by arrival time, failed or
@@ -75,11 +75,25 @@ def table_lines(result: dict[str, Any]) -> list[str]:
     return [f"{k.ljust(width)}  {v}" for k, v in rows]
 
 
+#: the events marked on the weights panel
+MARKED_EVENTS = ("EmergencyStarted", "Recovered", "CutbackCompleted")
+
+
 def plot(run: DemoRun, path: str) -> None:
-    """Four panels over time: rate, p99 against the SLO and the forecast, replicas, weights."""
+    """Write the timeline (`draw`) to a PNG at `path`."""
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = draw(run)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def draw(run: DemoRun):
+    """Four panels over time: rate, p99 against the SLO and the forecast, replicas, weights. Every mark is in
+    its panel's legend: the incident's shading, the SLO line, the event lines."""
     import matplotlib.pyplot as plt
 
     t = [s.t for s in run.samples]
@@ -101,16 +115,17 @@ def plot(run: DemoRun, path: str) -> None:
     axes[3].set_ylabel("% to b")
     axes[3].set_xlabel("seconds")
     if run.incident:
+        inc = run.incident
+        label = f"incident: pool {inc['pool']} x{inc['factor']:g} slower"
         for ax in axes:
-            ax.axvspan(run.incident["start"], run.incident["start"] + run.incident["seconds"], color="red", alpha=0.08)
-    for at, reason, _ in run.events:
-        if reason in ("EmergencyStarted", "Recovered", "CutbackCompleted"):
-            axes[3].axvline(at, color="grey", linewidth=0.8)
-            axes[3].annotate(reason, (at, 5), rotation=90, fontsize=7)
+            ax.axvspan(inc["start"], inc["start"] + inc["seconds"], color="red", alpha=0.08, label=label)
+    marked = [(at, reason) for at, reason, _ in run.events if reason in MARKED_EVENTS]
+    for i, (at, reason) in enumerate(marked):
+        axes[3].axvline(at, color="grey", linewidth=0.8, label="operator event (named beside it)" if i == 0 else None)
+        axes[3].annotate(reason, (at, 5), rotation=90, fontsize=7)
     for ax in axes:
         ax.legend(loc="upper left", fontsize=7)
         ax.grid(alpha=0.3)
     fig.suptitle("forescale demo: incident handled end to end" if run.incident else "forescale demo: control run (no incident)")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    return fig

@@ -45,6 +45,8 @@ class StackSettings:
     max_pods: int = 24
     #: the emulated-GPU service profile every pod's server runs (forescale_profiles.service_time)
     profile: str = "demo-heavy"
+    #: start Prometheus (and give the operator its URL); without it the operator runs with no metric source
+    prometheus: bool = True
 
 
 class StackError(RuntimeError):
@@ -113,10 +115,11 @@ class DemoStack:
                                   "--file-sd", str(self.file_sd), "--startup-delay", str(s.startup_seconds),
                                   "--log-dir", str(self.workdir / "pods"), "--max-pods", str(s.max_pods),
                                   "--command", f"{{python}} -m forescale_cli.main serve --emulate-gpu {s.profile} --host 127.0.0.1 "
-                                               "--port {port} --precision {precision} --enable-faults"],
-                    env={"FORESCALE_ADMIN_TOKEN": s.admin_token})
+                                               "--port {port} --precision {precision} --enable-faults"])
+        # The pods get the admin token as in a cluster: the operator mounts the Secret into both pools.
         self.operator_metrics_port = procs.free_port()
-        self.start_prometheus()
+        if s.prometheus:
+            self.start_prometheus()
         self.start_operator()
         return self
 

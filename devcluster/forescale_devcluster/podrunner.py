@@ -1,6 +1,7 @@
 """The local pod runner: the Deployment controller and the kubelet in one loop.
 
-It lists the Deployments labelled `forescale.io/deployment` in the emulated API
+It lists the Deployments labelled `forescale.io/deployment` (or every one, with
+`label_selector=""`: Deployments a user runs and Forescale adopts) in the emulated API
 (polling: it works against any API server, watch support or not), keeps one
 `LocalPod` per desired replica, rolls pods whose template changed (one extra
 pod at a time, an old one leaves when a new one is ready), reports
@@ -323,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--command", help="pod command template, e.g. 'python -m http.server {port}'")
     parser.add_argument("--log-dir", help="per-pod output files go here")
     parser.add_argument("--max-pods", type=int, default=64)
+    parser.add_argument("--selector", default=DEPLOYMENT_LABEL,
+                        help=f"label selector of the Deployments to run (default: {DEPLOYMENT_LABEL}, the ones "
+                             f"Forescale makes; '' runs every Deployment, as a cluster would)")
     args = parser.parse_args(argv)
     if args.startup_delay < 0:
         parser.error(f"--startup-delay must be >= 0, got {args.startup_delay}")
@@ -332,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         settings.command = tuple(shlex.split(args.command))
     try:
         runner = PodRunner(args.api, namespaces=args.namespace, settings=settings, file_sd_path=args.file_sd,
-                           max_pods=args.max_pods)
+                           max_pods=args.max_pods, label_selector=args.selector)
     except ValueError as exc:
         print(f"podrunner: {exc}", file=sys.stderr)
         return 2

@@ -10,21 +10,24 @@ probing, and restarts a process that dies after an exponential back-off
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import copy
 import datetime as dt
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Awaitable, Callable
 
 import aiohttp
 
 from forescale_devcluster import procs
 from forescale_devcluster.podrunner_kubeapi import KubeApi, KubeApiError, collection_path, object_path
+from forescale_devcluster.podrunner_volumes import VolumeNotReady, mount_secrets, rewrite_paths, secret_files
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +42,8 @@ PORT_ANNOTATION = "forescale.io/port"
 #: Annotation that marks pods made by a pod runner, so a new runner can clean up after a dead one.
 RUNNER_ANNOTATION = "forescale.io/pod-runner"
 PRECISION_LABEL = "forescale.io/precision"
+#: seconds between tries to mount a volume whose Secret is missing (the kubelet retries too)
+VOLUME_RETRY_SECONDS = 1.0
 
 
 @dataclass
@@ -155,6 +160,10 @@ class LocalPod:
         self._proc: asyncio.subprocess.Process | None = None
         self._start_time = _now_iso()
         self._stopping = False
+        #: secret volumes written for the process (podrunner_volumes.py): mountPath -> local folder
+        self._mounted: dict = {}
+        self._volume_root: str | None = None
+        self._volume_problem: str | None = None
 
     @property
     def path(self) -> str:
@@ -245,7 +254,28 @@ class LocalPod:
         env["HOSTNAME"] = self.view.name
         if self.settings.admin_token:
             env["FORESCALE_ADMIN_TOKEN"] = self.settings.admin_token
-        return env
+        return rewrite_paths(env, self._mounted)
+
+    async def _read_secret(self, name: str) -> dict | None:
+        try:
+            return await self.api.get(object_path("v1", "secrets", self.view.namespace, name))
+        except (KubeApiError, aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            raise VolumeNotReady(f"cannot read secret {name!r}: {exc}") from None
+
+    async def _mount_volumes(self) -> bool:
+        """Write the secret volumes for this start; False (pod left ContainerCreating) while a Secret is missing."""
+        if self._volume_root is None:
+            self._volume_root = tempfile.mkdtemp(prefix=f"forescale-pod-{self.view.name}-")
+        try:
+            self._mounted = await mount_secrets(self.template.get("spec") or {}, self._read_secret, Path(self._volume_root))
+        except VolumeNotReady as exc:
+            if str(exc) != self._volume_problem:  # said once per problem, as the kubelet's FailedMount event
+                log.warning("pod %s/%s: %s", self.view.namespace, self.view.name, exc)
+                self._volume_problem = str(exc)
+            await self._report(waiting_reason="ContainerCreating")
+            return False
+        self._volume_problem = None
+        return True
 
     async def _value_from(self, source: dict) -> str | None:
         """Resolve the `valueFrom` forms a serving pod uses; others are logged and left unset."""
@@ -259,11 +289,9 @@ class LocalPod:
         ref = source.get("secretKeyRef")
         if ref and ref.get("name") and ref.get("key"):
             secret = await self.api.get(object_path("v1", "secrets", self.view.namespace, ref["name"])) or {}
-            if ref["key"] in (secret.get("stringData") or {}):
-                return str(secret["stringData"][ref["key"]])
-            raw = (secret.get("data") or {}).get(ref["key"])
-            if raw is not None:
-                return base64.b64decode(raw).decode()
+            value = secret_files(secret).get(ref["key"])
+            if value is not None:
+                return value.decode()
         log.warning("pod %s: env source %s not resolved locally; left unset", self.view.name, source)
         return None
 
@@ -285,6 +313,9 @@ class LocalPod:
         # the operator tell a restarted container from the old one by it.
         failures = 0
         while not self._stopping:
+            if not await self._mount_volumes():
+                await asyncio.sleep(VOLUME_RETRY_SECONDS)
+                continue
             started = time.monotonic()
             exit_code = await self._run_once()
             if self._stopping:
@@ -380,6 +411,9 @@ class LocalPod:
                 await asyncio.sleep(self.settings.drain_seconds)
             await procs.astop_process(self._proc, self.settings.stop_grace_seconds)
         self.view.running, self.view.pid = False, None
+        if self._volume_root is not None:
+            shutil.rmtree(self._volume_root, ignore_errors=True)
+            self._volume_root = None
 
 
 async def _probe_once(session: aiohttp.ClientSession, url: str) -> bool:

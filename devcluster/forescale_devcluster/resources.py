@@ -85,6 +85,8 @@ def builtin_resources() -> list[ServedResource]:
         _builtin("apps", "v1", "deployments", "Deployment", short_names=("deploy",), categories=("all",),
                  subresources=("status", "scale"), printer_columns=_DEPLOYMENT_COLUMNS),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
+        _builtin("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", short_names=("hpa",),
+                 categories=("all",), subresources=("status",)),
         _builtin("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
                  namespaced=False, short_names=("crd", "crds"), subresources=("status",)),
     ]

@@ -19,10 +19,11 @@ import typer
 from forescale_profiles.precision import PRECISIONS
 from forescale_profiles.service_time import PROFILES
 
-from .config import BatchingConfig, CacheConfig, ConnectionLimits, Labels, Limits, ServerConfig, default_precision
+from .config import (BatchingConfig, CacheConfig, ConnectionLimits, Labels, Limits, ServerConfig, choose_precision,
+                     default_precision)
 from .result_cache import POLICIES
 
-app = typer.Typer(add_completion=False, help="Run the Forescale model server.")
+app = typer.Typer(add_completion=False, rich_markup_mode=None, help="Run the Forescale model server.")
 log = logging.getLogger("forescale.server")
 
 
@@ -31,11 +32,25 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _hardware(backend) -> str:
+    """What the backend runs on, for a message: the torch device (cpu, cuda), or the emulated GPU."""
+    if backend.emulated:
+        return "the emulated GPU"
+    device = getattr(backend, "device", None)
+    kind = getattr(device, "type", None) or "this hardware"
+    return {"cpu": "the CPU (no CUDA device, or --device cpu)", "cuda": "this CUDA device"}.get(kind, kind)
+
+
 @app.command()
 def serve(
     model: str = typer.Option("minilm", help="'minilm' (all-MiniLM-L6-v2, bundled) or a local Hugging Face model directory."),
     model_path: Optional[str] = typer.Option(None, "--model-path", metavar="DIR", help="Serve a variant built by `forescale variants build` (its manifest must name --model as its teacher)."),
-    precision: Optional[str] = typer.Option(None, help=f"Initial precision: {', '.join(PRECISIONS)}. Default: $FORESCALE_PRECISION or fp32."),
+    precision: Optional[str] = typer.Option(None, help=f"Initial precision: {', '.join(PRECISIONS)}. Default: $FORESCALE_PRECISION or fp32. "
+                                                        "One this hardware cannot run exits at start-up."),
+    precision_fallback: Optional[str] = typer.Option(None, "--precision-fallback", metavar="PRECISION",
+                                                     help="Start at this precision when --precision cannot run on this "
+                                                          "hardware, instead of exiting (said in the log and in "
+                                                          "forescale_precision_fallback_info)."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8000, help="Port to listen on."),
     enable_faults: bool = typer.Option(False, "--enable-faults", help="Expose POST /admin/faults (chaos tests, demo)."),
@@ -75,6 +90,10 @@ def serve(
             variant = read_manifest(Path(model_path), teacher=model)
         except VariantError as exc:
             _fail(f"--model-path: {exc}")
+    # Name where the precision came from in an error: the flag, the operator's FORESCALE_PRECISION, or the variant.
+    source = ("--precision" if precision is not None
+              else "FORESCALE_PRECISION" if os.environ.get("FORESCALE_PRECISION")
+              else "the variant's precision" if variant is not None else "the default precision")
     try:
         if precision is None and variant is not None and not os.environ.get("FORESCALE_PRECISION"):
             precision = variant.precision  # the variant's own, e.g. int8 for distilled-int8
@@ -83,6 +102,9 @@ def serve(
         _fail(str(exc))
     if precision not in PRECISIONS:
         _fail(f"unknown --precision {precision!r}; expected one of {', '.join(PRECISIONS)}")
+    fallback = precision_fallback.lower() if precision_fallback is not None else None
+    if fallback is not None and fallback not in PRECISIONS:
+        _fail(f"unknown --precision-fallback {precision_fallback!r}; expected one of {', '.join(PRECISIONS)}")
     if emulate_gpu is not None and emulate_gpu not in PROFILES:
         _fail(f"unknown --emulate-gpu profile {emulate_gpu!r}; known: {', '.join(sorted(PROFILES))}")
     if cache_policy not in POLICIES:
@@ -109,10 +131,16 @@ def serve(
     try:
         token = AdminToken.from_env()
         backend = make_backend(model, precision, emulate_gpu, device=device, threads=threads, max_batch=max_batch, variant=variant, variant_dir=model_path)
+        choice = choose_precision(precision, backend.supported_precisions(), fallback, source=source,
+                                  hardware=_hardware(backend))
     except ValueError as exc:
         _fail(str(exc))
+    if choice.requested is not None:
+        log.warning("%s %s cannot run on %s: starting at %s (--precision-fallback); "
+                    "forescale_precision_fallback_info says so", source, choice.requested, _hardware(backend), choice.effective)
     config = ServerConfig(
-        model=model, precision=precision, host=host, port=port, enable_faults=enable_faults, emulate_gpu=emulate_gpu,
+        model=model, precision=choice.effective, requested_precision=choice.requested, host=host, port=port,
+        enable_faults=enable_faults, emulate_gpu=emulate_gpu,
         device=device, threads=threads,
         limits=Limits(max_body_bytes, max_items, max_input_chars),
         batching=BatchingConfig(max_batch, max_wait_ms / 1000.0, min_batch, max_queue),

@@ -47,6 +47,37 @@ def default_precision(env: Mapping[str, str] | None = None) -> str:
 
 
 @dataclass(frozen=True)
+class PrecisionChoice:
+    """The precision the server starts at, and the one it was asked for when it had to fall back."""
+
+    #: the precision in force at start-up
+    effective: str
+    #: what --precision (or FORESCALE_PRECISION) asked for, when this hardware cannot run it; None otherwise
+    requested: str | None = None
+
+
+def choose_precision(requested: str, supported: tuple[str, ...], fallback: str | None, *, source: str = "--precision",
+                     hardware: str = "this hardware") -> PrecisionChoice:
+    """`requested` when this backend runs it; else `fallback` when one was given and runs; else a ValueError.
+
+    Why fail rather than start: a server that stays up at a precision it cannot run answers /readyz 503 for
+    ever, and Kubernetes shows a pod that is Running but never Ready, with the reason only in its log. An
+    exit at start-up with the reason puts it in the pod's status (CrashLoopBackOff, the last log line).
+    The fallback is opt-in so that nobody serves fp32 at half the speed they sized for without asking.
+    """
+    if requested in supported:
+        return PrecisionChoice(requested)
+    runs = ", ".join(supported)
+    if fallback is None:
+        raise ValueError(f"{source} {requested} cannot run on {hardware}, which runs {runs}; "
+                         f"choose one of those, or add --precision-fallback fp32 to start at fp32 instead")
+    if fallback not in supported:
+        raise ValueError(f"{source} {requested} cannot run on {hardware}, nor can --precision-fallback {fallback}; "
+                         f"it runs {runs}")
+    return PrecisionChoice(fallback, requested=requested)
+
+
+@dataclass(frozen=True)
 class BatchingConfig:
     """Dynamic batching knobs."""
 
@@ -90,6 +121,8 @@ class ServerConfig:
 
     model: str = "minilm"
     precision: str = "fp32"
+    #: what was asked for when the server fell back to `precision` (--precision-fallback); None: no fallback
+    requested_precision: str | None = None
     host: str = "127.0.0.1"
     port: int = 8000
     enable_faults: bool = False

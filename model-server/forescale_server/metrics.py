@@ -56,7 +56,8 @@ class ServerMetrics:
     def __init__(self, labels: Labels, state: Callable[[], dict]):
         """`state()` returns the scrape-time values: precision, queue_depth,
         emulated, agreement {precision: value}, kv_used, kv_free, kv_fragmentation,
-        gpu_memory_bytes, cache_entries, leaked_bytes (absent keys are skipped)."""
+        gpu_memory_bytes, cache_entries, leaked_bytes, variant, precision_fallback {requested, fallback}
+        (absent keys are skipped)."""
         self.labels = labels
         self._state = state
         self.registry = CollectorRegistry(auto_describe=True)
@@ -163,6 +164,14 @@ class _StateCollector(Collector):
             info = GaugeMetricFamily("forescale_model_variant_info", "The built variant served (--model-path): always 1, the labels say which",
                                      labels=BASE_LABELS + ("variant", "recipe", "teacher"))
             info.add_metric(base + [variant["variant"], variant["recipe"], variant["teacher"]], 1.0)
+            yield info
+        fallback = state.get("precision_fallback")
+        if fallback:
+            info = GaugeMetricFamily("forescale_precision_fallback_info",
+                                     "1 when --precision could not run on this hardware and the server started at "
+                                     "--precision-fallback instead: `requested` was asked for, `fallback` started",
+                                     labels=BASE_LABELS + ("requested", "fallback"))
+            info.add_metric(base + [fallback["requested"], fallback["fallback"]], 1.0)
             yield info
         agreement = state.get("agreement") or {}
         if agreement:

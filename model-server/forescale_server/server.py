@@ -416,6 +416,8 @@ class ModelServer:
             "leaked_bytes": self.faults.leaked_mb << 20,
             "variant": self.variant_info(),
         }
+        if self.config.requested_precision is not None:
+            state["precision_fallback"] = {"requested": self.config.requested_precision, "fallback": self.config.precision}
         state.update(self.backend.stats())
         memory = getattr(self.backend, "device_memory", None)
         if memory is not None:

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-app = typer.Typer(add_completion=False, help="Build and measure lighter variants of the served encoder.")
+app = typer.Typer(add_completion=False, rich_markup_mode=None, help="Build and measure lighter variants of the served encoder.")
 
 
 def _fail(message: str) -> None:
@@ -77,7 +77,7 @@ def build(
 @app.command()
 def report(
     directory: Path = typer.Argument(..., help="A directory built by `forescale variants build`."),
-    as_json: bool = typer.Option(False, "--json", help="Print the JSON of DESIGN.md §6."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object on stdout."),
     rounds: int = typer.Option(3, help="Interleaved measuring rounds (best round kept)."),
     threads: int = typer.Option(1, help="torch/onnxruntime threads in every server."),
     model: str = typer.Option("minilm", help="The teacher the variants were built from."),

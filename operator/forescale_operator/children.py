@@ -5,7 +5,10 @@ converge. Names: Deployments and Services `<name>-a`, `<name>-b`, Service
 `<name>` selecting both pools. Labels `forescale.io/deployment` and
 `forescale.io/pool` on every child; pods also `forescale.io/precision` and
 the environment FORESCALE_DEPLOYMENT, FORESCALE_POOL, FORESCALE_PRECISION.
-Pod templates are copied as users wrote them (an int GPU limit included).
+With FORESCALE_ADMIN_TOKEN_SECRET set, the first container of both pools also
+gets that Secret's key as a file (a projected volume) and
+FORESCALE_ADMIN_TOKEN_FILE naming it. Pod templates are otherwise copied as
+users wrote them (an int GPU limit included).
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ SERVICE_PORT = 80
 DEFAULT_TARGET_PORT = 8000
 #: hash of what the operator last wrote into a child's spec (weights and replicas excluded)
 ANNOTATION_SPEC_HASH = "forescale.io/spec-hash"
+#: the volume holding the admin token in each pool's server container, its folder and the file the server reads
+ADMIN_TOKEN_VOLUME = "forescale-admin-token"
+ADMIN_TOKEN_DIR = "/var/run/forescale"
+ADMIN_TOKEN_FILE = f"{ADMIN_TOKEN_DIR}/token"
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,10 @@ class Owner:
     def pool_name(self, pool: str) -> str:
         return f"{self.name}-{pool}"
 
+    def deployment_of(self, pool: PoolSpec) -> str:
+        """The pool's Deployment: the targetRef's, or `<name>-<pool>` made from the template."""
+        return pool.target_ref.name if pool.target_ref is not None else self.pool_name(pool.name)
+
 
 #: pool names: children are `<name>-<pool>`, so a resource name ending in one would take another resource's child
 POOL_SUFFIXES = ("-a", "-b")
@@ -65,6 +76,10 @@ class ChildConflict(Exception):
         self.kind, self.name, self.holder = kind, name, holder
         super().__init__(f"{kind} {name} is controlled by {holder}, not by this resource; it is left alone "
                          f"(delete or rename it, or rename this resource)")
+
+
+class AdoptionRefused(Exception):
+    """An existing object a spec names (a targetRef, a routeRef) cannot be taken over: it is left alone."""
 
 
 def name_problem(name: str) -> str | None:
@@ -163,8 +178,27 @@ def _with_env(container: Mapping[str, Any], env: dict[str, str]) -> dict[str, An
     return container
 
 
-def pod_template(owner: Owner, pool: PoolSpec) -> dict[str, Any]:
-    """The pool's PodTemplateSpec with our labels and environment added to what the user wrote."""
+def _with_admin_token(spec: dict[str, Any], secret: tuple[str, str]) -> None:
+    """Mount `secret`'s key as ADMIN_TOKEN_FILE in the first container (the model server) and point it there.
+
+    Why the operator does it: the playbook calls both pools' admin API with the token it reads from this
+    Secret, so a pod without it (pool B in a template that forgot it, a token file with no volume) silently
+    loses the precision switch, the warm-up and debug logging. A volume the template already has under the
+    same name or folder is replaced; the rest of the template is left as written.
+    """
+    name, key = secret
+    volumes = [v for v in spec.get("volumes") or [] if not (isinstance(v, Mapping) and v.get("name") == ADMIN_TOKEN_VOLUME)]
+    spec["volumes"] = volumes + [{"name": ADMIN_TOKEN_VOLUME, "projected": {
+        "sources": [{"secret": {"name": name, "items": [{"key": key, "path": "token"}]}}]}}]
+    server = _with_env(spec["containers"][0], {"FORESCALE_ADMIN_TOKEN_FILE": ADMIN_TOKEN_FILE})
+    mounts = [m for m in server.get("volumeMounts") or []
+              if not (isinstance(m, Mapping) and (m.get("name") == ADMIN_TOKEN_VOLUME or m.get("mountPath") == ADMIN_TOKEN_DIR))]
+    server["volumeMounts"] = mounts + [{"name": ADMIN_TOKEN_VOLUME, "mountPath": ADMIN_TOKEN_DIR, "readOnly": True}]
+    spec["containers"] = [server, *spec["containers"][1:]]
+
+
+def pod_template(owner: Owner, pool: PoolSpec, admin_secret: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The pool's PodTemplateSpec with our labels, environment and (given `admin_secret`) admin token added."""
     template = copy.deepcopy(dict(pool.template))
     meta = dict(template.get("metadata") or {})
     meta["labels"] = {**(meta.get("labels") or {}), **labels(owner, pool.name), LABEL_PRECISION: pool.precision}
@@ -174,11 +208,13 @@ def pod_template(owner: Owner, pool: PoolSpec) -> dict[str, Any]:
     spec["containers"] = [_with_env(c, env) for c in spec.get("containers") or []]
     if spec.get("initContainers"):
         spec["initContainers"] = [_with_env(c, env) for c in spec["initContainers"]]
+    if admin_secret is not None and spec["containers"]:
+        _with_admin_token(spec, admin_secret)
     template["spec"] = spec
     return template
 
 
-def deployment(owner: Owner, pool: PoolSpec, replicas: int) -> dict[str, Any]:
+def deployment(owner: Owner, pool: PoolSpec, replicas: int, admin_secret: tuple[str, str] | None = None) -> dict[str, Any]:
     """Deployment `<name>-<pool>`; its hash covers selector and template, not replicas (the loop owns those)."""
     body = {
         "apiVersion": "apps/v1",
@@ -187,7 +223,7 @@ def deployment(owner: Owner, pool: PoolSpec, replicas: int) -> dict[str, Any]:
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": selector(owner, pool.name)},
-            "template": pod_template(owner, pool),
+            "template": pod_template(owner, pool, admin_secret),
         },
     }
     return stamped(body, {"selector": body["spec"]["selector"], "template": body["spec"]["template"]})

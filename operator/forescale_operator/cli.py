@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import typer
 
-app = typer.Typer(add_completion=False, help="Run the Forescale operator (kopf) against the current kubeconfig.")
+app = typer.Typer(add_completion=False, rich_markup_mode=None, help="Run the Forescale operator (kopf) against the current kubeconfig.")
 
 
 @app.command()
@@ -56,7 +56,11 @@ def run(
     memo = kopf.Memo(config=config, clusterwide=clusterwide, namespaces=namespaces,
                      identity=config.pod_name or f"{socket.gethostname()}-{os.getpid()}")
     where = "all namespaces" if clusterwide else ", ".join(namespaces)
-    logging.getLogger("forescale.operator").info("Starting on %s.", where)
+    log = logging.getLogger("forescale.operator")
+    log.info("Starting on %s.", where)
+    if config.prometheus_url is None:
+        log.warning("FORESCALE_PROMETHEUS_URL is not set: a resource without spec.metrics.prometheusUrl is not "
+                    "forecast or scaled, and shows phase Degraded with a MetricsUnavailable event.")
     try:
         kopf.run(clusterwide=clusterwide, namespaces=list(namespaces) if not clusterwide else [], memo=memo,
                  liveness_endpoint=f"http://0.0.0.0:{config.health_port}/healthz")

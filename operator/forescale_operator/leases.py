@@ -138,6 +138,10 @@ class NamespaceLeases:
             self._wanted.pop(namespace, None)
             self._wake.set()
 
+    def drop_later(self, namespace: str, seconds: float) -> None:
+        """`drop()` after a while (a deleted resource's delete handler may still need the Lease)."""
+        asyncio.get_running_loop().call_later(seconds, self.drop, namespace)
+
     def holds(self, namespace: str) -> bool:
         """Whether this operator may act in the namespace now: it renewed the Lease within the deadline."""
         renewed = self._renewed.get(namespace)

@@ -54,7 +54,7 @@ class Reason(str, Enum):
     OVERLOAD = "Overload"
     #: a pool's fitted latency model contradicts its prior (annotation or load test): the pods win
     CAPACITY_LEARNED = "CapacityLearned"
-    #: Prometheus is unreachable or returned nothing; replicas are held
+    #: Prometheus is unreachable or returned nothing, or no Prometheus URL is configured at all; replicas are held
     METRICS_UNAVAILABLE = "MetricsUnavailable"
     #: the spec cannot be acted on
     INVALID_SPEC = "InvalidSpec"
@@ -62,12 +62,19 @@ class Reason(str, Enum):
     ADMIN_PORT_INVALID = "AdminPortInvalid"
     #: a child's name is held by an object another owner controls; it is left alone
     CHILD_CONFLICT = "ChildConflict"
+    #: existing Deployments (targetRef) or an existing route (routeRef) were taken over: scaled and weighted, nothing else
+    POOLS_ADOPTED = "PoolsAdopted"
+    #: a targetRef or routeRef cannot be taken over (another controller, an HPA, a route without both backends)
+    ADOPTION_REFUSED = "AdoptionRefused"
+    #: a forescale.io/* annotation has a value that cannot be used; it is ignored (posted once per bad value)
+    ANNOTATION_IGNORED = "AnnotationIgnored"
 
 
 #: reasons posted as Warning events; all others are Normal
 WARNING_REASONS = frozenset(
     {Reason.EMERGENCY_STARTED, Reason.OVERLOAD, Reason.CUTBACK_ABORTED, Reason.METRICS_UNAVAILABLE, Reason.INVALID_SPEC,
-     Reason.FORECAST_SPIKE, Reason.ADMIN_PORT_INVALID, Reason.CHILD_CONFLICT, Reason.ROOT_CAUSE_SUSPECTED}
+     Reason.FORECAST_SPIKE, Reason.ADMIN_PORT_INVALID, Reason.CHILD_CONFLICT, Reason.ROOT_CAUSE_SUSPECTED,
+     Reason.ADOPTION_REFUSED, Reason.ANNOTATION_IGNORED}
 )
 
 
@@ -103,7 +110,8 @@ class ConditionReason(str, Enum):
     METRICS_READ = "MetricsRead"
     #: MetricsAvailable=False: the metric source could not answer (down, timing out, no series); replicas are held
     METRICS_UNAVAILABLE = "MetricsUnavailable"
-    #: MetricsAvailable=Unknown: no Prometheus URL, neither operator-wide nor in the spec; only readiness is kept
+    #: MetricsAvailable=Unknown: no Prometheus URL, neither operator-wide nor in the spec; the phase is Degraded
+    #: once pool A serves, and only readiness is kept
     NO_METRIC_SOURCE = "NoMetricSource"
     #: ForecastReady=False: the model the spec names was refused; the packaged default forecasts meanwhile
     MODEL_REJECTED = "ModelRejected"

@@ -32,9 +32,11 @@ from .events import KubeEvents
 from .forecast_loop.binding import Bindings
 from .forecast_loop.loop import ForecastLoop
 from .handlers.reconcile import reconcile
+from .handlers.release import release
 from .handlers.tick import TickContext, TickDeps, tick
 from .kube.errors import ApiError
 from .kube.http import Connection, HttpKubeApi
+from .kube.refs import INFERENCE_DEPLOYMENTS
 from .leases import LeaseTiming, NamespaceLeases, start_leases
 from .peering import prepare_peering
 
@@ -42,6 +44,8 @@ GROUP, VERSION, PLURAL = "forescale.io", "v1alpha1", "inferencedeployments"
 FINALIZER = "forescale.io/finalizer"
 #: seconds before a non-retryable API error (403, 404) is tried again: permissions may be granted meanwhile
 SLOW_RETRY_SECONDS = 30.0
+#: seconds a deleted resource's namespace stays contended for: its delete handler's 20 tries, 2 s apart
+DELETION_GRACE_SECONDS = 60.0
 
 logger = logging.getLogger("forescale.operator")
 
@@ -67,7 +71,9 @@ def retrying() -> Iterator[None]:
 def _deps(memo: kopf.Memo, body: Mapping[str, Any]) -> TickDeps:
     api: HttpKubeApi = memo.api
     events = KubeEvents(api, Owner.from_body(body), instance=memo.config.pod_name)
-    return TickDeps(api=api, actuators=Actuators(api), events=events, loop=memo.loop)
+    return TickDeps(api=api, actuators=Actuators(api, memo.config.admin_token_secret), events=events,
+                    prometheus_url=memo.config.prometheus_url,
+                    loop=memo.loop)
 
 
 def make_forecast_loop(config: Config, api: HttpKubeApi) -> ForecastLoop:
@@ -152,12 +158,6 @@ def holds_lease(memo: kopf.Memo, namespace: str | None, **_: Any) -> bool:
     return leases is None or leases.holds(namespace or "")
 
 
-def _reconcile_lock(memo: kopf.Memo, body: Mapping[str, Any]) -> asyncio.Lock:
-    """One lock per resource: the loop's converge after a takeover and kopf's never run at once (no double events)."""
-    locks: dict[str, asyncio.Lock] = memo.setdefault("reconcile_locks", {})
-    return locks.setdefault(Owner.from_body(body).uid, asyncio.Lock())
-
-
 @kopf.on.resume(GROUP, VERSION, PLURAL, backoff=2, when=holds_lease)
 @kopf.on.create(GROUP, VERSION, PLURAL, backoff=2, when=holds_lease)
 @kopf.on.update(GROUP, VERSION, PLURAL, field="spec", backoff=2, when=holds_lease)
@@ -166,13 +166,53 @@ async def converge(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_
     raw = plain(body)
     with retrying():
         try:
-            async with _reconcile_lock(memo, raw):
+            # The loop's converge after a takeover, a tick and this never act at once (no double events).
+            async with memo.loop.acting(Owner.from_body(raw)):
                 summary = await reconcile(raw, _deps(memo, raw))
         except ApiError:
             telemetry.RECONCILES.labels("retry").inc()
             raise
     telemetry.RECONCILES.labels("invalid" if summary.startswith("invalid") else "ok").inc()
     logger.info(summary)
+
+
+@kopf.on.delete(GROUP, VERSION, PLURAL, backoff=2, retries=20)
+async def give_back(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
+    """Restore an adopted route to 100/0 (handlers/release.py); the children go with their owner references.
+
+    Waits for a tick in flight (kopf signals the daemon to stop, but a tick already acting could otherwise
+    shift the weights after they were restored). After `retries` failed tries kopf lets the deletion go on.
+
+    Only the holder of the namespace's Lease gives back. Not filtered out like `converge`: every operator's
+    kopf shares the one finalizer, and one whose handlers were all done would remove it while the holder
+    still works. The other waits until the resource is gone (the holder gave back and kopf let it go), or
+    until it holds the Lease itself (the holder died), and then gives back."""
+    raw = plain(body)
+    owner = Owner.from_body(raw)
+    leases: NamespaceLeases | None = memo.get("leases")
+    if leases is not None:
+        leases.want(owner.namespace)
+    try:
+        if leases is not None and not await _wait_for_lease(leases, memo.api, owner):
+            logger.info("released by the operator holding the Lease of namespace %s", owner.namespace)
+            return
+        async with memo.loop.acting(owner):
+            with retrying():
+                summary = await release(raw, _deps(memo, raw))
+        logger.info(summary)
+    finally:
+        if leases is not None:
+            leases.drop(owner.namespace)
+
+
+async def _wait_for_lease(leases: NamespaceLeases, api: HttpKubeApi, owner: Owner) -> bool:
+    """True once this operator holds the Lease of the owner's namespace; False once the resource is gone."""
+    while not leases.holds(owner.namespace):
+        with retrying():
+            if await api.get(INFERENCE_DEPLOYMENTS, owner.namespace, owner.name) is None:
+                return False
+        await asyncio.sleep(min(1.0, leases.timing.renew_s))
+    return True
 
 
 @kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=5, initial_delay=1)
@@ -189,14 +229,16 @@ async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, lo
     try:
         await _run_loop(body, memo, stopped, logger, config, leases, namespace)
     finally:
-        if leases is not None:
+        deleted = bool(stopped.reason and stopped.reason & kopf.DaemonStoppingReason.RESOURCE_DELETED)
+        if leases is not None and deleted:
+            # Keep contending while the delete handler may still need the Lease (its 20 tries, 2 s apart).
+            leases.drop_later(namespace, DELETION_GRACE_SECONDS)
+        elif leases is not None:
             leases.drop(namespace)
-    if stopped.reason and stopped.reason & kopf.DaemonStoppingReason.RESOURCE_DELETED:
+    if deleted:
         # Drop the deleted resource's binding, history, memory, forecasts and metric series (no dashboard
         # ghosts); on a pause or an exit they are kept, the resource still exists.
-        owner = Owner.from_body(plain(body))
-        memo.loop.forget(owner)
-        memo.get("reconcile_locks", {}).pop(owner.uid, None)
+        memo.loop.forget(Owner.from_body(plain(body)))
 
 
 async def _run_loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: logging.Logger,
@@ -232,7 +274,10 @@ async def _run_loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStoppe
         raw = plain(body)
         step = _step_seconds(raw, config)
         try:
-            summary = await tick(TickContext(raw), _deps(memo, raw))
+            async with memo.loop.acting(Owner.from_body(raw)):
+                if stopped:  # deleted while waiting: the route was given back, no tick may act after that
+                    break
+                summary = await tick(TickContext(raw), _deps(memo, raw))
             telemetry.TICKS.labels("ok").inc()
             logger.debug(summary)
         except ApiError as exc:
@@ -262,7 +307,7 @@ async def _converge_on_takeover(body: kopf.Body, memo: kopf.Memo, logger: loggin
     to wait before retrying (as `retrying()` would have kopf wait)."""
     raw = plain(body)
     try:
-        async with _reconcile_lock(memo, raw):
+        async with memo.loop.acting(Owner.from_body(raw)):
             summary = await reconcile(raw, _deps(memo, raw))
     except ApiError as exc:
         telemetry.RECONCILES.labels("retry").inc()

@@ -20,6 +20,10 @@ from forescale_profiles.precision import PRECISIONS
 
 MODES = ("Auto", "Preview")
 ROUTERS = ("gatewayapi", "istio", "none")
+#: the kinds a pool's targetRef may name: scaled through their scale subresource
+TARGET_KINDS = {("apps/v1", "Deployment")}
+#: the route kind a traffic.routeRef names, by router
+ROUTE_KINDS = {"gatewayapi": "HTTPRoute", "istio": "VirtualService"}
 PRESETS = ("forescale", "vllm", "triton", "torchserve", "custom")
 POOLS = ("a", "b")
 
@@ -43,6 +47,8 @@ DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)
 HOSTNAME_PATTERN = rf"^(\*\.)?{DNS_SUBDOMAIN}$"
 NAMESPACE_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 SECTION_NAME_PATTERN = rf"^{DNS_SUBDOMAIN}$"
+#: a Deployment's or a route's name
+DNS_SUBDOMAIN_PATTERN = rf"^{DNS_SUBDOMAIN}$"
 GROUP_PATTERN = rf"^$|^{DNS_SUBDOMAIN}$"
 KIND_PATTERN = r"^[a-zA-Z]([-a-zA-Z0-9]*[a-zA-Z0-9])?$"
 #: (pattern, shortest, longest) of each string field of a parentRef
@@ -87,6 +93,20 @@ class SloSpec:
 
 
 @dataclass(frozen=True)
+class TargetRef:
+    """An existing workload a pool scales instead of creating its own (KEDA's `scaleTargetRef` shape)."""
+
+    name: str
+    api_version: str = "apps/v1"
+    kind: str = "Deployment"
+    #: as written; only the resource's own namespace is accepted (checked against the cluster, handlers/adoption.py)
+    namespace: str = ""
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True)
 class PoolSpec:
     name: str
     min_replicas: int
@@ -94,6 +114,15 @@ class PoolSpec:
     precision: str
     cost_weight: float = 1.0
     template: Mapping[str, Any] = field(default_factory=dict)
+    #: an existing Deployment to scale instead of creating `<name>-<pool>` from `template`
+    target_ref: TargetRef | None = None
+    #: scale the targetRef even when another controller owns it or an HPA targets it
+    adopt_owned: bool = False
+
+    @property
+    def adopted(self) -> bool:
+        """The pool is a Deployment Forescale did not create: scaled, never rewritten or deleted."""
+        return self.target_ref is not None
 
 
 @dataclass(frozen=True)
@@ -120,6 +149,21 @@ class CutbackSpec:
 
 
 @dataclass(frozen=True)
+class RouteRef:
+    """An existing HTTPRoute or VirtualService whose weights the operator patches, leaving the rest as it is."""
+
+    kind: str
+    name: str
+    #: as written; only the resource's own namespace is accepted (checked against the cluster)
+    namespace: str = ""
+    #: pool -> the Service the route's backendRef (or destination host) names; absent: `<name>-<pool>`
+    backends: Mapping[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.name}"
+
+
+@dataclass(frozen=True)
 class TrafficSpec:
     router: str = "gatewayapi"
     parent_refs: tuple[Mapping[str, Any], ...] = ()
@@ -127,6 +171,8 @@ class TrafficSpec:
     gateways: tuple[str, ...] = ()
     emergency_weight_percent: int = 30
     cutback: CutbackSpec = CutbackSpec()
+    #: an existing route to patch instead of creating the route `<name>`
+    route_ref: RouteRef | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +202,11 @@ class InferenceSpec:
     @property
     def preview(self) -> bool:
         return self.mode == "Preview"
+
+    @property
+    def adopts(self) -> bool:
+        """Some pool is an existing Deployment (a targetRef)."""
+        return self.a.adopted or self.b.adopted
 
     def pool(self, name: str) -> PoolSpec:
         if name == "a":
@@ -295,6 +346,73 @@ def validate_template(template: Any, path: str) -> Mapping[str, Any]:
     return template
 
 
+def _ref_name(raw: Mapping[str, Any], key: str, path: str, *, required: bool, pattern: str, longest: int,
+              what: str) -> str:
+    """A name (or namespace) in an object reference: `what` says which rule it follows."""
+    value = raw.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or not value:
+        raise SpecError(f"{path}{key}", f"must be a non-empty string, got {value!r}")
+    if len(value) > longest or not re.match(pattern, value):
+        raise SpecError(f"{path}{key}", f"must be {what} of at most {longest} characters ({pattern}), got {value!r}")
+    return value
+
+
+def _target_ref(value: Any, path: str) -> TargetRef:
+    """`{apiVersion, kind, name}` as KEDA's scaleTargetRef: apiVersion and kind default to apps/v1 Deployment."""
+    if not isinstance(value, Mapping):
+        raise SpecError(path, f"must be an object {{apiVersion, kind, name}} naming an existing Deployment, got {value!r}")
+    api_version, kind = value.get("apiVersion", "apps/v1"), value.get("kind", "Deployment")
+    if api_version not in {v for v, _ in TARGET_KINDS}:
+        raise SpecError(f"{path}.apiVersion", f"must be apps/v1 (a Deployment), got {api_version!r}")
+    if (api_version, kind) not in TARGET_KINDS:
+        raise SpecError(f"{path}.kind", f"must be Deployment: Forescale scales Deployments through their scale "
+                                        f"subresource, got {kind!r}")
+    return TargetRef(
+        name=_ref_name(value, "name", f"{path}.", required=True, pattern=DNS_SUBDOMAIN_PATTERN, longest=253,
+                       what="a DNS subdomain"),
+        api_version=api_version, kind=kind,
+        namespace=_ref_name(value, "namespace", f"{path}.", required=False, pattern=NAMESPACE_PATTERN, longest=63,
+                            what="a DNS label"),
+    )
+
+
+def _route_ref(traffic_raw: Mapping[str, Any], router: str) -> RouteRef | None:
+    """traffic.routeRef: `{kind, name, backends: {a, b}}`; the kind goes with the router."""
+    value = traffic_raw.get("routeRef")
+    if value is None:
+        return None
+    path = "traffic.routeRef"
+    if not isinstance(value, Mapping):
+        raise SpecError(path, f"must be an object {{kind, name, backends}} naming an existing route, got {value!r}")
+    kind = value.get("kind")
+    if kind not in ROUTE_KINDS.values():
+        raise SpecError(f"{path}.kind", f"must be one of {', '.join(ROUTE_KINDS.values())}, got {kind!r}")
+    if router not in ROUTE_KINDS:
+        raise SpecError(path, f"needs router gatewayapi (an HTTPRoute) or istio (a VirtualService), not {router}")
+    if ROUTE_KINDS[router] != kind:
+        raise SpecError(f"{path}.kind", f"router {router} patches a {ROUTE_KINDS[router]}, got {kind}")
+    backends_raw = _section(value, "backends", f"{path}.")
+    backends = {}
+    for pool in POOLS:
+        name = _ref_name(backends_raw, pool, f"{path}.backends.", required=False, pattern=NAME_PATTERN, longest=63,
+                         what="a Service name (DNS-1035 label)")
+        if name:
+            backends[pool] = name
+    if len(backends) == 2 and backends["a"] == backends["b"]:
+        raise SpecError(f"{path}.backends.b", f"must name another Service than pool a's ({backends['a']}): the split "
+                                              f"is between two backends")
+    return RouteRef(
+        kind=kind,
+        name=_ref_name(value, "name", f"{path}.", required=True, pattern=DNS_SUBDOMAIN_PATTERN, longest=253,
+                       what="a DNS subdomain"),
+        namespace=_ref_name(value, "namespace", f"{path}.", required=False, pattern=NAMESPACE_PATTERN, longest=63,
+                            what="a DNS label"),
+        backends=backends,
+    )
+
+
 def _pool(raw: Mapping[str, Any], name: str) -> PoolSpec:
     path = f"pools.{name}."
     if not raw:
@@ -306,8 +424,47 @@ def _pool(raw: Mapping[str, Any], name: str) -> PoolSpec:
         raise SpecError(f"{path}maxReplicas", f"must be >= minReplicas ({min_replicas}), got {max_replicas}")
     precision = _choice(raw, "precision", path, "fp16" if name == "a" else "int8", PRECISIONS)
     cost_weight = _number(raw, "costWeight", path, 1.0, exclusive_minimum=0)
+    # A template (Forescale creates <name>-<pool>) or a targetRef (an existing Deployment), exactly one.
+    if raw.get("template") is not None and raw.get("targetRef") is not None:
+        raise SpecError(f"pools.{name}", "takes a template (Forescale creates the Deployment) or a targetRef "
+                                         "(an existing Deployment), not both")
+    adopt_owned = _bool(raw, "adoptOwned", path, False)
+    if raw.get("targetRef") is not None:
+        target_ref = _target_ref(raw["targetRef"], f"{path}targetRef")
+        return PoolSpec(name, min_replicas, max_replicas, precision, float(cost_weight), {}, target_ref, adopt_owned)
+    if adopt_owned:
+        raise SpecError(f"{path}adoptOwned", "applies only to a pool with a targetRef")
+    if raw.get("template") is None:
+        raise SpecError(f"{path}template", "is required (a PodTemplateSpec), or a targetRef naming an existing Deployment")
     template = validate_template(raw.get("template"), f"{path}template")
     return PoolSpec(name, min_replicas, max_replicas, precision, float(cost_weight), template)
+
+
+def _check_adoption(a: PoolSpec, b: PoolSpec, traffic: TrafficSpec) -> None:
+    """The rules between pools and traffic that a targetRef or a routeRef brings (the CRD's CEL rules say the same)."""
+    ref = traffic.route_ref
+    if ref is not None:
+        for key, value in (("parentRefs", traffic.parent_refs), ("hostnames", traffic.hostnames),
+                           ("gateways", traffic.gateways)):
+            if value:
+                raise SpecError(f"traffic.{key}", f"is not used with routeRef: {ref.describe()} keeps its own; remove it")
+    elif traffic.router == "gatewayapi" and not traffic.parent_refs:
+        raise SpecError("traffic.parentRefs", "router gatewayapi needs at least one parentRef (the Gateway), "
+                                              "or a routeRef naming an existing HTTPRoute")
+    if a.target_ref and b.target_ref and a.target_ref.name == b.target_ref.name:
+        raise SpecError("pools.b.targetRef.name", f"must name another Deployment than pool a's ({a.target_ref.name}): "
+                                                  f"the pools are two Deployments")
+    for pool in (a, b):
+        if not pool.adopted:
+            continue
+        if ref is None and traffic.router != "none":
+            raise SpecError("traffic.routeRef", f"is required: pool {pool.name} is an existing Deployment (targetRef), "
+                                                f"and Forescale puts no route of its own in front of Deployments it did "
+                                                f"not create; name the existing route, or set router none")
+        if ref is not None and pool.name not in ref.backends:
+            raise SpecError(f"traffic.routeRef.backends.{pool.name}", f"is required: pool {pool.name} is an existing "
+                                                                      f"Deployment (targetRef); name the Service the "
+                                                                      f"route sends its traffic to")
 
 
 def parse_spec(raw: Mapping[str, Any]) -> InferenceSpec:
@@ -361,8 +518,9 @@ def parse_spec(raw: Mapping[str, Any]) -> InferenceSpec:
     traffic_raw = _section(raw, "traffic", "")
     cutback_raw = _section(traffic_raw, "cutback", "traffic.")
     parent_refs = _parent_refs(traffic_raw.get("parentRefs") or [])
+    router = _choice(traffic_raw, "router", "traffic.", "gatewayapi", ROUTERS)
     traffic = TrafficSpec(
-        router=_choice(traffic_raw, "router", "traffic.", "gatewayapi", ROUTERS),
+        router=router,
         parent_refs=tuple(dict(r) for r in parent_refs),
         hostnames=_hostnames(traffic_raw),
         gateways=_string_list(traffic_raw, "gateways", "traffic."),
@@ -372,9 +530,9 @@ def parse_spec(raw: Mapping[str, Any]) -> InferenceSpec:
             interval_seconds=_number(cutback_raw, "intervalSeconds", "traffic.cutback.", 60, minimum=1, integer=True),
             stable_seconds=_number(cutback_raw, "stableSeconds", "traffic.cutback.", 120, minimum=1, integer=True),
         ),
+        route_ref=_route_ref(traffic_raw, router),
     )
-    if traffic.router == "gatewayapi" and not traffic.parent_refs:
-        raise SpecError("traffic.parentRefs", "router gatewayapi needs at least one parentRef (the Gateway)")
+    _check_adoption(a, b, traffic)
 
     emergency_raw = _section(raw, "emergency", "")
     emergency = EmergencySpec(

@@ -72,11 +72,12 @@ class StatusUpdate:
 
     def pool(self, pool: str, *, replicas: int | None = None, ready: int | None = None, desired: int | None = None,
              precision: str | None = None, runtime_precision: str | None = None, capacity_rps: float | None = None,
-             model: Mapping[str, float] | None = None) -> None:
+             model: Mapping[str, float] | None = None, deployment: str | None = None) -> None:
         values: dict[str, Any] = {}
         for key, value in (("replicas", replicas), ("readyReplicas", ready), ("desiredReplicas", desired),
                            ("precision", precision), ("runtimePrecision", runtime_precision),
-                           ("capacityRps", capacity_rps), ("model", dict(model) if model else None)):
+                           ("capacityRps", capacity_rps), ("model", dict(model) if model else None),
+                           ("deployment", deployment)):
             if value is not None:
                 values[key] = value
         old = ((self._current.get("pools") or {}).get(pool) or {})
@@ -94,6 +95,10 @@ class StatusUpdate:
     def preview(self, would: Mapping[str, Any] | None) -> None:
         """In Preview, what Auto would set now; None (outside Preview) removes the section."""
         self._set("preview", dict(would) if would is not None else None)
+
+    def adopted(self, text: str | None) -> None:
+        """The existing objects this resource scales or weights (its targetRefs and routeRef); None removes it."""
+        self._set("adopted", text or None)
 
     def observed_generation(self, generation: int) -> None:
         self._set("observedGeneration", generation)

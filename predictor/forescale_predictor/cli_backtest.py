@@ -15,7 +15,7 @@ import typer
 
 from .cli_common import clean, duration, emit_json, fail, log
 
-app = typer.Typer(add_completion=False, help=__doc__, pretty_exceptions_enable=False)
+app = typer.Typer(add_completion=False, rich_markup_mode=None, help=__doc__, pretty_exceptions_enable=False)
 
 
 @app.command()

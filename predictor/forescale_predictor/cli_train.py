@@ -1,7 +1,8 @@
 """`forescale train`: train the LSTM forecaster and write one model file.
 
-From a CSV (`--csv`, columns found as DESIGN.md §6 says; `--latency-column`
-and `--rate-column` train a two-feature model like the packaged one) or from
+From a CSV (`--csv`: a time column and a value column, found by name;
+`--latency-column` and `--rate-column` train a two-feature model like the
+packaged one) or from
 Prometheus (`--prometheus-url --query --start --end`, plus `--rate-query`
 for a second feature). With `--prometheus URL --deployment NAME` (and
 `--namespace`, `--preset`) it reads the service's own latency and rate the
@@ -21,7 +22,7 @@ import typer
 
 from .cli_common import clean, duration, emit_json, fail, log
 
-app = typer.Typer(add_completion=False, help=__doc__, pretty_exceptions_enable=False)
+app = typer.Typer(add_completion=False, rich_markup_mode=None, help=__doc__, pretty_exceptions_enable=False)
 
 FEATURES = ("latency_ms", "rate", "value")
 
@@ -34,7 +35,9 @@ def train_command(
     time_column: Optional[str] = typer.Option(None, "--time-column", help="Time column (default: timestamp / time)."),
     latency_column: Optional[str] = typer.Option(None, "--latency-column", help="CSV column holding latency in ms (two-feature model)."),
     rate_column: Optional[str] = typer.Option(None, "--rate-column", help="CSV column holding the request rate (two-feature model)."),
-    feature: str = typer.Option("latency_ms", "--feature", help="What a single series measures: latency_ms, rate or value."),
+    feature: Optional[str] = typer.Option(None, "--feature", help="What a single series measures: latency_ms, rate or value. "
+                                                                   "Default: told from the column name or the query; "
+                                                                   "an error when they do not say."),
     prometheus_url: Optional[str] = typer.Option(None, "--prometheus", "--prometheus-url", help="Prometheus base URL."),
     deployment: Optional[str] = typer.Option(None, "--deployment", help="Fine-tune on this InferenceDeployment's own latency and rate (with --prometheus)."),
     namespace: str = typer.Option("default", "--namespace", help="Namespace of --deployment."),
@@ -49,7 +52,7 @@ def train_command(
     horizon: Optional[str] = typer.Option(None, "--horizon", help="Forecast horizon (default: the larger of 180s and 3 x step)."),
     lookback: Optional[int] = typer.Option(None, "--lookback", min=2, help="Steps the model sees (default: scaled to the data, 12-48)."),
     epochs: int = typer.Option(30, "--epochs", min=1, help="Maximum epochs (early stopping usually ends sooner)."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="Random seed of the training (initial weights, batch order)."),
     timeout: float = typer.Option(10.0, "--timeout", help="Seconds per Prometheus request."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
@@ -57,7 +60,7 @@ def train_command(
     """Train the LSTM forecaster and write the model file."""
     from .errors import PredictorError
 
-    if feature not in FEATURES:
+    if feature is not None and feature not in FEATURES:
         fail("train", f"--feature must be one of {', '.join(FEATURES)}, got {feature!r}")
     if (csv is None) == (prometheus_url is None):
         fail("train", "give either --csv FILE or --prometheus-url URL with --query, --start and --end")
@@ -72,11 +75,14 @@ def train_command(
         return
     try:
         if csv is not None:
+            if not (latency_column or rate_column):
+                feature = feature or _csv_feature(csv, time_column, value_column, quiet)
             times, columns, step_s = _from_csv(csv, step_s, time_column, value_column, latency_column, rate_column, feature)
             source = str(csv)
         else:
             if not query or not start:
                 fail("train", "--prometheus-url needs --query and --start (and optionally --end, --rate-query)")
+            feature = feature or _told(query, "query", quiet)
             step_s = step_s or 60.0
             times, columns = _from_prometheus(prometheus_url, query, rate_query, feature, start, end, step_s, timeout)
             source = f"{prometheus_url} {query!r}" + (f" + {rate_query!r}" if rate_query else "")
@@ -173,6 +179,37 @@ def _finite_model(model) -> bool:
     scalers = all(np.isfinite(np.asarray(a)).all() for a in (model.input_scaler.mean, model.input_scaler.scale,
                                                                model.target_scaler.mean, model.target_scaler.scale))
     return weights and scalers
+
+
+def _told(name: str, what: str, quiet: bool) -> str:
+    """The feature `name` says it measures (feature_inference.py); a one-line error when it does not say."""
+    from .feature_inference import FeatureUnknown, infer_feature
+
+    try:
+        feature = infer_feature(name, what=what)
+    except FeatureUnknown as exc:
+        fail("train", str(exc))
+    if not quiet:
+        log(f"training a {feature} model: told from the {what} {name!r} (--feature overrides)")
+    return feature
+
+
+def _csv_feature(path, time_column, value_column, quiet: bool) -> str:
+    """What the CSV's series measures: a request trace is a rate; a value series says it in its column's name."""
+    import csv as csv_module
+
+    from .csv_source import VALUE_COLUMNS, find_column
+    from .input_files import readable
+    from .series_input import detect_kind
+
+    if detect_kind(path) != "csv":
+        if not quiet:
+            log("training a rate model: the file is a request trace, binned into a request rate")
+        return "rate"
+    with readable(path), path.open(newline="", encoding="utf-8-sig") as handle:
+        header = next(csv_module.reader(handle), [])
+    column = header[find_column(header, value_column, VALUE_COLUMNS, "value")].strip().strip('"')
+    return _told(column, "column", quiet)
 
 
 def _from_csv(path, step_s, time_column, value_column, latency_column, rate_column, feature):

@@ -19,7 +19,7 @@ from typing import Optional
 
 import typer
 
-app = typer.Typer(add_completion=False, help="Replay a real trace through the cluster simulator, once per policy.")
+app = typer.Typer(add_completion=False, rich_markup_mode=None, help="Replay a real trace through the cluster simulator, once per policy.")
 
 
 def _fail(message: str) -> None:
@@ -39,22 +39,25 @@ def _number(flag: str, text: str) -> float:
 
 @app.command()
 def replay(
-    trace: str = typer.Option(..., "--trace", help="trace file (a folder of chunk files for servegen)"),
-    fmt: str = typer.Option(..., "--format", help="azure | mooncake | servegen | csv"),
-    policies: str = typer.Option("forescale,hpa,keda,kpa,static,oracle", "--policies", help="comma-separated policies"),
-    slo_ms: Optional[float] = typer.Option(None, "--slo-ms", help="SLO in ms (default 1000 for token traces, 200 otherwise)"),
-    startup_seconds: float = typer.Option(90.0, "--startup-seconds", help="pod start-up, scheduled -> ready"),
-    incidents: Optional[str] = typer.Option(None, "--incidents", help="e.g. 'slowdown:pool=a,factor=2.5,start=1200,seconds=300;crash:pool=a,pods=1,start=2000', or 'none'; default: one 2.5x slowdown of A for 300 s at a seeded time in the middle third"),
-    seed: int = typer.Option(0, "--seed"),
-    as_json: bool = typer.Option(False, "--json", help="print one JSON object on stdout"),
-    plot: Optional[str] = typer.Option(None, "--plot", help="write a PNG of rate, latency, replicas and weights"),
-    max_replicas: int = typer.Option(100, "--max-replicas", help="maxReplicas of every policy's pools"),
-    profile: Optional[str] = typer.Option(None, "--profile", help="service-time profile (default a100-opt-13b for token traces, t4-bert-base otherwise)"),
-    compress: Optional[float] = typer.Option(None, "--compress", help="time compression of rate traces (servegen default 24)"),
-    forecaster: str = typer.Option("lstm", "--forecaster", help="lstm (the packaged model) or a baseline: last, seasonal, ewm, linear"),
-    spec: Optional[str] = typer.Option(None, "--spec", help="an InferenceDeployment (YAML/JSON) for the forescale policy; its slo comes from --slo-ms"),
-    peer_utilization: str = typer.Option("0.7", "--peer-utilization", help="every peer's per-pod target = U x the calibrated capacity at the SLO; 0 < U <= 1.5"),
-    load_scale: str = typer.Option("1", "--load-scale", help="X >= 1: a rate trace's rates x X; a request trace as X superposed copies (whole X), each shifted circularly by a seeded offset"),
+    trace: str = typer.Option(..., "--trace", help="Trace file (a folder of chunk files for servegen)."),
+    fmt: str = typer.Option(..., "--format", help="azure | mooncake | servegen | csv."),
+    policies: str = typer.Option("forescale,hpa,keda,kpa,static,oracle", "--policies", help="Comma-separated policies."),
+    slo_ms: Optional[float] = typer.Option(None, "--slo-ms", help="SLO in ms (default 1000 for token traces, 200 otherwise)."),
+    startup_seconds: float = typer.Option(90.0, "--startup-seconds", help="Pod start-up, scheduled -> ready."),
+    incidents: Optional[str] = typer.Option(None, "--incidents", help="Incidents, ';'-separated, each KIND:key=value,... such as slowdown:pool=a,factor=2.5,start=1200 "
+                                                                   "or crash:pool=a,pods=1,start=2000; 'none' for none. Default: one 2.5x "
+                                                                   "slowdown of A for 300 s at a seeded time in the middle third."),
+    seed: int = typer.Option(0, "--seed", help="Seeds the default incident's time, the random parts of reading "
+                                               "the trace, and --load-scale's offsets."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="Write a PNG of rate, latency, replicas and weights."),
+    max_replicas: int = typer.Option(100, "--max-replicas", help="The maxReplicas of every policy's pools."),
+    profile: Optional[str] = typer.Option(None, "--profile", help="Service-time profile (default a100-opt-13b for token traces, t4-bert-base otherwise)."),
+    compress: Optional[float] = typer.Option(None, "--compress", help="Time compression of rate traces (servegen default 24)."),
+    forecaster: str = typer.Option("lstm", "--forecaster", help="lstm (the packaged model) or a baseline: last, seasonal, ewm, linear."),
+    spec: Optional[str] = typer.Option(None, "--spec", help="An InferenceDeployment (YAML/JSON) for the forescale policy; its slo comes from --slo-ms."),
+    peer_utilization: str = typer.Option("0.7", "--peer-utilization", help="Every peer's per-pod target = U x the calibrated capacity at the SLO; 0 < U <= 1.5."),
+    load_scale: str = typer.Option("1", "--load-scale", help="X >= 1: a rate trace's rates x X; a request trace as X superposed copies (whole X), each shifted circularly by a seeded offset."),
 ) -> None:
     """Replay a trace once per policy and compare them side by side."""
     from .calibration import check_peer_utilization

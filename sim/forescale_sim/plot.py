@@ -1,4 +1,4 @@
-"""`--plot`: rate, latency, replicas and weights over time, one column per policy."""
+"""`--plot`: rate, latency, replicas and weights over time, one column per policy, one y scale per row."""
 
 from __future__ import annotations
 
@@ -21,8 +21,19 @@ def plot_replay(result: ReplayResult, out: str | Path) -> Path:
     out = Path(out)
     if out.parent and not out.parent.exists():
         raise SimError(f"--plot: folder {out.parent} does not exist")
+    fig = draw_replay(result)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def draw_replay(result: ReplayResult):
+    """The replay's figure: a row per quantity, a column per policy."""
+    import matplotlib.pyplot as plt
+
     runs = result.runs
-    fig, axes = plt.subplots(4, len(runs), figsize=(3.6 * len(runs), 9), sharex=True, squeeze=False)
+    # One y scale per row: the policies are compared by eye across a row (latency, pods, weight).
+    fig, axes = plt.subplots(4, len(runs), figsize=(3.6 * len(runs), 9), sharex=True, sharey="row", squeeze=False)
     for col, (name, run) in enumerate(runs.items()):
         rec = run.recorder
         t_min = np.arange(rec.ticks) / 60.0
@@ -51,6 +62,4 @@ def plot_replay(result: ReplayResult, out: str | Path) -> Path:
     axes[3, 0].set_ylabel("weight B %")
     fig.suptitle(f"{Path(result.trace.name).name}: SLO {result.slo_ms:g} ms, grey = incident", fontsize=10)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return fig

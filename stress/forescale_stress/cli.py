@@ -137,53 +137,54 @@ async def _execute(config: RunConfig, token: Optional[str], show_progress: bool)
 
 @app.command()
 def stress(
-    url: str = typer.Option(..., "--url", help="OpenAI endpoint: http://host:port[/v1/embeddings|/v1/completions]"),
-    start_rate: Optional[float] = typer.Option(None, help="offered rate of the first step, requests/s "
-                                               "(default: a quarter of the throughput a short probe measures, once warm)"),
-    probe_seconds: float = typer.Option(10.0, help="length of the probe that sets the first rate without --start-rate: "
-                                        "a quarter of the throughput it counts with 8 requests in flight"),
-    probe_warmup_seconds: float = typer.Option(10.0, help="the probe's own load before it counts, not counted "
-                                               "(the server's cold path; a cold server reads too slow)"),
-    warmup_seconds: float = typer.Option(30.0, help="load at the first rate before the ramp, not counted "
-                                         "(the server's cold path); the ramp's clock and fault times start after it"),
-    step_percent: float = typer.Option(10.0, help="rate increase per step, % of the previous step (0 holds)"),
-    step_seconds: float = typer.Option(10.0, help="length of a step"),
-    min_samples: int = typer.Option(100, help="requests a step needs for its percentiles; short steps are extended"),
-    max_step_seconds: Optional[float] = typer.Option(None, help="longest extended step (default 3 x step-seconds)"),
-    slo_ms: float = typer.Option(200.0, help="p99 over this ends the ramp; the knee is the highest rate under it"),
+    url: str = typer.Option(..., "--url", help="The OpenAI-compatible endpoint: http://host:port, or its "
+                                                        "/v1/embeddings or /v1/completions URL."),
+    start_rate: Optional[float] = typer.Option(None, help="Offered rate of the first step, requests/s "
+                                               "(default: a quarter of the throughput a short probe measures, once warm)."),
+    probe_seconds: float = typer.Option(10.0, help="Length of the probe that sets the first rate without --start-rate: "
+                                        "a quarter of the throughput it counts with 8 requests in flight."),
+    probe_warmup_seconds: float = typer.Option(10.0, help="The probe's own load before it counts, not counted "
+                                               "(the server's cold path; a cold server reads too slow)."),
+    warmup_seconds: float = typer.Option(30.0, help="Load at the first rate before the ramp, not counted "
+                                         "(the server's cold path); the ramp's clock and fault times start after it."),
+    step_percent: float = typer.Option(10.0, help="Rate increase per step, % of the previous step (0 holds)."),
+    step_seconds: float = typer.Option(10.0, help="Length of a step."),
+    min_samples: int = typer.Option(100, help="Requests a step needs for its percentiles; short steps are extended."),
+    max_step_seconds: Optional[float] = typer.Option(None, help="Longest extended step (default 3 x step-seconds)."),
+    slo_ms: float = typer.Option(200.0, help="A p99 over this ends the ramp; the knee is the highest rate under it."),
     confirm_slo: bool = typer.Option(True, "--confirm-slo/--no-confirm-slo",
-                                     help="repeat a step whose p99 is over the SLO once at the same rate, and end "
+                                     help="Repeat a step whose p99 is over the SLO once at the same rate, and end "
                                           "the ramp only if the repeat is over it too (a shared machine's stall is "
-                                          "not the knee)"),
-    max_error_rate: float = typer.Option(0.05, help="failed fraction of a step's requests that ends the ramp"),
-    max_rate: Optional[float] = typer.Option(None, help="stop before a step would offer more than this"),
-    max_requests: Optional[int] = typer.Option(None, help="stop after sending this many requests"),
-    max_seconds: float = typer.Option(DEFAULT_MAX_SECONDS, help="hard bound on the run (load plus drain)"),
-    arrivals: str = typer.Option("poisson", help="poisson or uniform arrivals"),
-    seed: int = typer.Option(0, help="seed of arrivals and inputs"),
-    connections: int = typer.Option(64, help="size of the client's connection pool"),
-    request_timeout: float = typer.Option(10.0, help="seconds before a request counts as failed"),
-    model: str = typer.Option("minilm", help="the `model` field sent with each request"),
+                                          "not the knee)."),
+    max_error_rate: float = typer.Option(0.05, help="Failed fraction of a step's requests that ends the ramp."),
+    max_rate: Optional[float] = typer.Option(None, help="Stop before a step would offer more than this."),
+    max_requests: Optional[int] = typer.Option(None, help="Stop after sending this many requests."),
+    max_seconds: float = typer.Option(DEFAULT_MAX_SECONDS, help="Hard bound on the run (load plus drain)."),
+    arrivals: str = typer.Option("poisson", help="poisson or uniform arrivals."),
+    seed: int = typer.Option(0, help="Seed of arrivals and inputs."),
+    connections: int = typer.Option(64, help="Size of the client's connection pool."),
+    request_timeout: float = typer.Option(10.0, help="Seconds before a request counts as failed."),
+    model: str = typer.Option("minilm", help="The `model` field sent with each request."),
     distinct_inputs: int = typer.Option(0, help="0: every request's input is new (no cache hits); N: draw from N "
-                                              "inputs with Zipf popularity (for cache faults and warm-ups)"),
-    zipf: float = typer.Option(1.0, help="Zipf exponent of input popularity (0 = uniform)"),
-    input_scale: float = typer.Option(1.0, help="every input this many times longer in words (a request-mix shift; "
-                                                "the fault 'at=60s,input_scale=4,seconds=120' shifts in mid-run)"),
+                                              "inputs with Zipf popularity (for cache faults and warm-ups)."),
+    zipf: float = typer.Option(1.0, help="Zipf exponent of input popularity (0 = uniform)."),
+    input_scale: float = typer.Option(1.0, help="Every input this many times longer in words (a request-mix shift; "
+                                                "the fault 'at=60s,input_scale=4,seconds=120' shifts in mid-run)."),
     fault: list[str] = typer.Option([], help="e.g. 'at=30s,latency_ms=200,seconds=20', 'at=60s,slowdown=2.5,seconds=30', "
                                            "'at=90s,cache_flush', 'at=100s,leak_mb=50', 'at=100s,kv_fragmentation=0.5', "
                                            "'at=60s,memory_pressure=0.75,seconds=30', 'at=60s,input_scale=4,seconds=60', "
-                                           "'at=120s,kill'"),
-    degrade: list[str] = typer.Option([], help="e.g. 'at=60s,precision=int8' or 'at=90s,warmup[=N]'"),
-    kill_pid: Optional[int] = typer.Option(None, help="process killed by `kill` faults (loopback targets only)"),
-    admin_token_file: Optional[Path] = typer.Option(None, help="file holding the admin bearer token "
-                                                               "(else FORESCALE_ADMIN_TOKEN[_FILE])"),
-    fault_grace: float = typer.Option(10.0, help="seconds after a fault during which steps do not stop the ramp"),
-    degrade_window: float = typer.Option(10.0, help="length of the windows before and after a degradation action"),
-    recovery_window: float = typer.Option(5.0, help="sliding window whose p99 must be back to 1.2x the pre-fault p99"),
-    window_min_samples: int = typer.Option(20, help="fewest requests in a recovery or degradation window"),
-    json_out: bool = typer.Option(False, "--json", help="print exactly one JSON object on stdout"),
-    plot: Optional[Path] = typer.Option(None, help="write a PNG of the results"),
-    quiet: bool = typer.Option(False, help="no progress bar"),
+                                           "'at=120s,kill'."),
+    degrade: list[str] = typer.Option([], help="e.g. 'at=60s,precision=int8' or 'at=90s,warmup[=N]'."),
+    kill_pid: Optional[int] = typer.Option(None, help="Process killed by `kill` faults (loopback targets only)."),
+    admin_token_file: Optional[Path] = typer.Option(None, help="File holding the admin bearer token "
+                                                               "(else FORESCALE_ADMIN_TOKEN[_FILE])."),
+    fault_grace: float = typer.Option(10.0, help="Seconds after a fault during which steps do not stop the ramp."),
+    degrade_window: float = typer.Option(10.0, help="Length of the windows before and after a degradation action."),
+    recovery_window: float = typer.Option(5.0, help="Sliding window whose p99 must be back to 1.2x the pre-fault p99."),
+    window_min_samples: int = typer.Option(20, help="Fewest requests in a recovery or degradation window."),
+    json_out: bool = typer.Option(False, "--json", help="Print exactly one JSON object on stdout."),
+    plot: Optional[Path] = typer.Option(None, help="Write a PNG of the results."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Step load test with fault injection against one endpoint."""
     try:

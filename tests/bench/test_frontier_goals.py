@@ -54,3 +54,36 @@ def _explained(goal: str, fs: dict, incident: bool) -> str:
 ])
 def test_a_miss_names_the_peer_point_behind_it(goal: str, fs: dict, incident: bool, words: str) -> None:
     assert words in _explained(goal, fs, incident)
+
+
+def _row(trace: str, forecaster: str, gpu: float, viol: float, reserve: str = "reserve default") -> dict:
+    return {"trace": trace, "variant": f"{forecaster}/{reserve}", "forescale": {"gpu_hours": gpu, "violation_seconds": viol}}
+
+
+@pytest.mark.parametrize("lstm, ewm, last, better, met", [
+    ((10.0, 80.0), (10.0, 100.0), (10.0, 120.0), "ewm", True),    # 0.8x the violations at equal GPU-h
+    ((10.05, 80.0), (10.0, 100.0), (9.0, 200.0), "ewm", True),    # within 1% of the GPU-h is equal
+    ((10.5, 80.0), (10.0, 100.0), (9.0, 200.0), "ewm", False),    # fewer violations, bought with 5% more GPU
+    ((9.4, 100.0), (10.0, 100.0), (10.0, 150.0), "ewm", True),    # 0.94x the GPU-h at equal violations
+    ((9.6, 100.0), (10.0, 100.0), (10.0, 150.0), "ewm", False),   # 0.96x: not enough
+    ((9.0, 100.0), (12.0, 120.0), (10.0, 90.0), "last", False),   # the better baseline has fewer violations
+    ((10.0, 0.0), (10.0, 0.0), (11.0, 0.0), "ewm", False),        # no violations anywhere: only GPU can win
+])
+def test_the_forecaster_ablation_compares_with_the_better_baseline(lstm, ewm, last, better, met):
+    from bench.frontier import forecaster_gain
+
+    rows = [_row("mooncake", "lstm", *lstm), _row("mooncake", "ewm", *ewm), _row("mooncake", "last", *last),
+            _row("synth-bursty", "lstm", 1.0, 0.0), _row("synth-bursty", "ewm", 9.0, 900.0)]  # not a dev trace
+    (gain,) = forecaster_gain(rows)
+    assert (gain["trace"], gain["better_baseline"], gain["met"]) == ("mooncake", better, met)
+
+
+def test_the_ablation_sums_a_traces_cases_and_needs_a_baseline():
+    from bench.frontier import forecaster_gain
+
+    rows = [_row("azure-conv", "lstm", 4.0, 20.0), _row("azure-conv", "lstm", 26.0, 100.0),
+            _row("azure-conv", "ewm", 4.0, 30.0), _row("azure-conv", "ewm", 26.0, 150.0),
+            _row("mooncake", "lstm", 4.0, 20.0)]  # no baseline run: no row
+    (gain,) = forecaster_gain(rows)
+    assert (gain["gpu_hours"], gain["violation_seconds"]) == (30.0, 120.0)
+    assert gain["violation_ratio"] == pytest.approx(120 / 180) and gain["met"]

@@ -27,6 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CRD = yaml.safe_load((ROOT / "crds" / "forescale.io_inferencedeployments.yaml").read_text())
 SPEC_SCHEMA = version_schema(CRD, "v1alpha1")["properties"]["spec"]
 BASE = yaml.safe_load((ROOT / "crds" / "examples" / "full.yaml").read_text())["spec"]
+#: a spec with targetRefs and a routeRef (the KServe-style example: both pools existing Deployments)
+ADOPT_BASE = next(d for d in yaml.safe_load_all((ROOT / "crds" / "examples" / "adopt-kserve.yaml").read_text())
+                  if d and d["kind"] == "InferenceDeployment")["spec"]
 #: the long form (bench/campaign_inputs.py) raises this
 EXAMPLES = int(os.environ.get("FORESCALE_CAMPAIGN_EXAMPLES", "60"))
 
@@ -44,6 +47,7 @@ def _leaves(value: Any, path: tuple = ()) -> list[tuple]:
 
 
 PATHS = _leaves(BASE)
+ADOPT_PATHS = _leaves(ADOPT_BASE)
 MISSING = object()
 
 BAD_VALUES = st.one_of(
@@ -95,7 +99,18 @@ def _dotted(path: tuple) -> str:
 @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutations=st.lists(st.tuples(st.sampled_from(PATHS), BAD_VALUES), min_size=1, max_size=3))
 def test_a_bad_spec_is_rejected_naming_the_field_or_parses(mutations):
-    spec = BASE
+    _check(BASE, mutations)
+
+
+@settings(max_examples=EXAMPLES, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutations=st.lists(st.tuples(st.sampled_from(ADOPT_PATHS), BAD_VALUES), min_size=1, max_size=3))
+def test_a_bad_adopting_spec_is_rejected_naming_the_field_or_parses(mutations):
+    """The same property over targetRef, adoptOwned and routeRef."""
+    _check(ADOPT_BASE, mutations)
+
+
+def _check(base: dict, mutations: list) -> None:
+    spec = base
     for path, value in mutations:
         try:
             spec = _mutate(spec, path, value)

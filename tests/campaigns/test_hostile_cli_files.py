@@ -44,7 +44,8 @@ def _invoke(command: str, path: Path, tmp: Path, fmt: str = "csv", extra: list[s
     if command == "backtest":
         return RUNNER.invoke(backtest_app, ["--csv", str(path), "--models", "last", "--quiet", "--json", *extra])
     if command == "train":
-        return RUNNER.invoke(train_app, ["--csv", str(path), "--out", str(tmp / "model.pt"), "--epochs", "1", "--quiet", *extra])
+        return RUNNER.invoke(train_app, ["--csv", str(path), "--out", str(tmp / "model.pt"), "--epochs", "1", "--quiet",
+                                         "--feature", "rate", *extra])
     return RUNNER.invoke(replay_app, ["--trace", str(path), "--format", fmt, *REPLAY, *extra])
 
 

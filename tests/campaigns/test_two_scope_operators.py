@@ -118,6 +118,16 @@ def test_two_scopes_one_acts_and_the_other_takes_over(cluster, example, tmp_path
         wait_until(lambda: _emergencies(cluster, "ml"), 30, "EmergencyStarted in ml", operators["cluster-wide"])
         assert _emergencies(cluster, "ml") == ["op-cluster-wide"]
 
+        # A resource created and deleted while both run: only the holder converges it and gives it back (the
+        # other's delete handler waits for it to be gone), and kopf lets it go.
+        side = _body(example, "default")
+        side["metadata"]["name"] = "side"
+        cluster.put(side)
+        wait_until(lambda: cluster.get("httproutes", "default", "side"), 30, "default/side converged")
+        cluster.delete("inferencedeployments", "default", "side")
+        wait_until(lambda: cluster.get("inferencedeployments", "default", "side") is None, 30, "default/side deleted")
+        assert set(_writers(cluster, "default")) == {holder}, _writers(cluster, "default")
+
         # The holder stops; the other takes the Lease over and carries on with the same incident.
         gone = holder.removeprefix("op-")
         other = next(s for s in SCOPES if s != gone)
@@ -135,6 +145,10 @@ def test_two_scopes_one_acts_and_the_other_takes_over(cluster, example, tmp_path
         steps = [e for e in cluster.objects("events", "default") if e["reason"] == "CutbackStep"]
         assert len({e["message"] for e in steps}) == len(steps), "a cut-back step was repeated"
         assert all(e.get("reportingInstance") == f"op-{other}" for e in steps)
+        # Deleting the resource goes through the delete handler under the Lease, and kopf lets it go.
+        cluster.delete("inferencedeployments", "default", NAME)
+        wait_until(lambda: cluster.get("inferencedeployments", "default", NAME) is None, 30, "default/chat deleted",
+                   operators[other])
     finally:
         for process in operators.values():
             process.stop()

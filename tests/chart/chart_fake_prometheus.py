@@ -24,19 +24,19 @@ INCIDENT = [
 ]
 
 
-#: the resource the chart's operator runs apply (crds/examples/minimal.yaml)
+#: the resource the chart's operator runs apply (crds/examples/minimal.yaml, unless told another)
 RESOURCE = {"namespace": "default", "deployment": "chat"}
 
 
-def _result(query: str) -> list[dict]:
+def _result(query: str, resource: dict[str, str] = RESOURCE) -> list[dict]:
     """One sample per series the query asks for: the operator batches its reads into
     queries grouped `by (namespace, deployment[, pool])`, so those get the resource's labels."""
     for needle, value in INCIDENT:
         if needle in query:
             if "by (namespace, deployment, pool" in query:
-                metrics = [{**RESOURCE, "pool": pool} for pool in ("a", "b")]
+                metrics = [{**resource, "pool": pool} for pool in ("a", "b")]
             elif "by (namespace, deployment" in query:
-                metrics = [dict(RESOURCE)]
+                metrics = [dict(resource)]
             else:
                 metrics = [{}]
             return [{"metric": m, "value": [time.time(), value]} for m in metrics]
@@ -44,9 +44,12 @@ def _result(query: str) -> list[dict]:
 
 
 class _Handler(BaseHTTPRequestHandler):
+    resource: dict[str, str] = RESOURCE
+
     def _reply(self, params: dict[str, list[str]]) -> None:
         query = (params.get("query") or [""])[0]
-        body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": _result(query)}}).encode()
+        result = _result(query, self.resource)
+        body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -64,8 +67,9 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-def start_fake_prometheus() -> ThreadingHTTPServer:
-    """Serve on a free 127.0.0.1 port in a daemon thread; `.shutdown()` stops it."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+def start_fake_prometheus(name: str = RESOURCE["deployment"]) -> ThreadingHTTPServer:
+    """Serve on a free 127.0.0.1 port in a daemon thread, for the resource `name`; `.shutdown()` stops it."""
+    handler = type("Handler", (_Handler,), {"resource": {**RESOURCE, "deployment": name}})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, name="fake-prometheus", daemon=True).start()
     return server

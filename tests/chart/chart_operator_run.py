@@ -42,6 +42,8 @@ class OperatorRun:
     health_status: int
     metrics_text: str
     log: str
+    #: the Deployments, Services and routes left once the resource was deleted, by `plural/name`
+    left: dict[str, dict]
 
 
 def _free_port() -> int:
@@ -69,15 +71,20 @@ def _http_get(url: str) -> tuple[int, str]:
         return 0, ""
 
 
-def run_operator(apiserver, args: list[str], workdir: Path, scene: str) -> OperatorRun:
-    """Start the emulated API server and `forescale operator ARGS` in a scene; converge, scrape, delete, stop."""
-    resource = yaml.safe_load(EXAMPLE.read_text())
+def run_operator(apiserver, args: list[str], workdir: Path, scene: str, example: Path = EXAMPLE) -> OperatorRun:
+    """Start the emulated API server and `forescale operator ARGS` in a scene; converge, scrape, delete, stop.
+
+    `example` may hold the workload a resource adopts before the resource itself (crds/examples/adopt.yaml):
+    every object is applied, the resource in Auto."""
+    objects = [doc for doc in yaml.safe_load_all(example.read_text()) if doc]
+    resource = next(doc for doc in objects if doc["kind"] == "InferenceDeployment")
+    resource["spec"]["mode"] = "Auto"
     # One loop tick a second (the minimum), so the playbook runs within seconds.
     resource["spec"].setdefault("forecast", {})["stepSeconds"] = 1
     namespace, name = resource["metadata"]["namespace"], resource["metadata"]["name"]
     handle = apiserver.start_apiserver(REPO / "crds", kubeconfig_path=workdir / "kubeconfig", namespaces=(namespace,),
                                        ready_deployments=True)
-    prometheus = start_fake_prometheus() if scene == "incident" else None
+    prometheus = start_fake_prometheus(name) if scene == "incident" else None
     prometheus_url = (f"http://127.0.0.1:{prometheus.server_address[1]}" if prometheus
                       else f"http://127.0.0.1:{_free_port()}")  # nothing listens there
     log_path = workdir / "operator.log"
@@ -85,7 +92,8 @@ def run_operator(apiserver, args: list[str], workdir: Path, scene: str) -> Opera
     operator = None
     try:
         # Direct writes, not HTTP requests: not in the request log.
-        handle.put(resource)
+        for obj in objects:
+            handle.put(obj)
         handle.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": ADMIN_SECRET, "namespace": namespace},
                     "data": {"token": "Y2hhcnQtdGVzdA=="}})
         env = dict(
@@ -106,7 +114,8 @@ def run_operator(apiserver, args: list[str], workdir: Path, scene: str) -> Opera
 
         def converged() -> bool:
             alive()
-            return handle.get("httproutes", namespace, name) is not None
+            status = (handle.get("inferencedeployments", namespace, name) or {}).get("status") or {}
+            return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
 
         def snapshot_saved() -> bool:
             alive()
@@ -124,6 +133,8 @@ def run_operator(apiserver, args: list[str], workdir: Path, scene: str) -> Opera
         urllib.request.urlopen(urllib.request.Request(url, method="DELETE"), timeout=10).close()
         _wait_for(lambda: handle.get("inferencedeployments", namespace, name) is None, 30,
                   "the operator to release its finalizer")
+        left = {f"{plural}/{obj['metadata']['name']}": obj for plural in ("deployments", "services", "httproutes")
+                for obj in handle.objects(plural, namespace)}
     finally:
         if operator is not None and operator.poll() is None:
             operator.terminate()
@@ -142,4 +153,5 @@ def run_operator(apiserver, args: list[str], workdir: Path, scene: str) -> Opera
         health_status=health_status,
         metrics_text=metrics_text,
         log=log_path.read_text(),
+        left=left,
     )

@@ -29,6 +29,8 @@ OPERATOR_NEEDS = [
     ("forescale.io", "inferencedeployments/finalizers", ["update"],
      "children.py: blockOwnerDeletion on every child's ownerReference (OwnerReferencesPermissionEnforcement)"),
     ("apps", "deployments", ["get", "create", "update", "patch"], "actuators/deployments.py: pools, replicas"),
+    ("apps", "deployments/scale", ["patch"], "actuators/targets.py: a targetRef's replicas"),
+    ("autoscaling", "horizontalpodautoscalers", ["list"], "actuators/targets.py: is a targetRef already scaled by an HPA"),
     ("apps", "replicasets", ["list"], "readings/kube_facts.py: the diagnosis's rollout evidence"),
     ("", "services", ["get", "list", "create", "update"], "actuators/services.py"),
     ("gateway.networking.k8s.io", "httproutes", ["get", "create", "update", "patch", "delete"], "routers/gatewayapi.py"),
@@ -107,6 +109,9 @@ NEVER = [
     ApiCall("deletecollection", "apps", "deployments", namespace="ml"),
     ApiCall("delete", "apps", "deployments", namespace="ml", name="chat-a"),  # owner references do that
     ApiCall("delete", "", "services", namespace="ml", name="chat"),
+    ApiCall("update", "apps", "deployments", "scale", "ml", "embed"),  # a targetRef is patched, never replaced
+    ApiCall("create", "autoscaling", "horizontalpodautoscalers", namespace="ml"),
+    ApiCall("delete", "autoscaling", "horizontalpodautoscalers", namespace="ml", name="embed"),
     ApiCall("update", "forescale.io", "inferencedeployments", namespace="ml", name="chat"),
     ApiCall("patch", "", "configmaps", namespace="ml", name="chat-forecaster"),
     ApiCall("delete", "", "configmaps", namespace="ml", name="chat-forecaster"),

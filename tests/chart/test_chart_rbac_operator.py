@@ -6,7 +6,11 @@ children of crds/examples/minimal.yaml, then handles its deletion:
 - in cluster mode (-A) through an incident (a stand-in Prometheus reports p99
   900 ms against the 200 ms SLO): traffic shift, admin calls with the token
   Secret, pods read, snapshot ConfigMap;
-- in namespaced mode (-n) with Prometheus down.
+- in namespaced mode (-n) with Prometheus down;
+- in cluster mode adopting crds/examples/adopt.yaml's workload (an existing
+  Deployment scaled through deployments/scale, the HPA check, an existing
+  HTTPRoute's weights shifted, then put back to 100/0 on delete) through the
+  same incident.
 Every request it made (the server's request log) must be allowed by the
 rendered Role/ClusterRole; the Deployment's liveness probe path and metrics
 port must answer with the series the dashboard and alerts read.
@@ -16,16 +20,17 @@ from __future__ import annotations
 
 import pytest
 
-from chart_tools import NAMESPACE, render
-from chart_operator_run import ADMIN_SECRET, run_operator
+from chart_tools import NAMESPACE, REPO, render
+from chart_operator_run import ADMIN_SECRET, EXAMPLE, run_operator
 from rbac_rules import denied_calls, load_grants
 
 apiserver = pytest.importorskip("forescale_devcluster.apiserver", reason="the emulated API server is not installed")
 
-#: mode -> (operator arguments, chart values, scene)
+#: mode -> (operator arguments, chart values, scene, example applied)
 MODES = {
-    "cluster": (["-A"], {}, "incident"),
-    "namespaced": (["-n", "default"], {"operator.namespaces": "{default}"}, "prometheus-down"),
+    "cluster": (["-A"], {}, "incident", EXAMPLE),
+    "namespaced": (["-n", "default"], {"operator.namespaces": "{default}"}, "prometheus-down", EXAMPLE),
+    "adopted": (["-A"], {}, "incident", REPO / "crds" / "examples" / "adopt.yaml"),
 }
 
 
@@ -36,8 +41,8 @@ def runs(tmp_path_factory):
 
     def get(mode: str):
         if mode not in cache:
-            args, _, scene = MODES[mode]
-            cache[mode] = run_operator(apiserver, args, tmp_path_factory.mktemp(mode), scene)
+            args, _, scene, example = MODES[mode]
+            cache[mode] = run_operator(apiserver, args, tmp_path_factory.mktemp(mode), scene, example)
         return cache[mode]
 
     return get
@@ -57,9 +62,20 @@ def test_every_call_the_operator_makes_is_allowed(runs, mode):
     if MODES[mode][2] == "incident":
         assert {("", "configmaps", "create"), ("", "secrets", "get"), ("", "pods", "list"),
                 ("gateway.networking.k8s.io", "httproutes", "patch")} <= used, "the playbook did not run"
+    if mode == "adopted":
+        assert {("apps", "deployments/scale", "patch"), ("autoscaling", "horizontalpodautoscalers", "list")} <= used
     manifests = render(set_values={"operator.adminTokenSecret.name": ADMIN_SECRET, **MODES[mode][1]})
     denied = denied_calls(load_grants(manifests, "forescale", NAMESPACE), run.calls)
     assert denied == [], f"the chart's RBAC would deny these calls of the operator: {denied}"
+
+
+@pytest.mark.timeout(240)
+def test_deleting_an_adopting_resource_gives_the_route_back_and_leaves_the_deployment(runs):
+    """The same run: after the incident shifted the existing route, the delete put it back to 100/0."""
+    left = runs("adopted").left
+    assert [r["weight"] for r in left["httproutes/embed"]["spec"]["rules"][0]["backendRefs"]] == [100, 0]
+    assert "ownerReferences" not in left["deployments/embed"]["metadata"] and "services/embed" in left
+    assert "deployments/embed-b" not in left and "services/embed-b" not in left  # Forescale's own: collected
 
 
 #: Series the dashboard's per-resource panels and the alerts read, which the operator must
@@ -110,7 +126,7 @@ def test_metrics_port_serves_what_the_dashboard_and_alerts_read(runs, mode):
                 return v
         return None
 
-    resource = {"namespace": "default", "name": "chat"}
+    resource = {"namespace": "default", "name": "embed" if mode == "adopted" else "chat"}
     if MODES[mode][2] == "incident":
         assert value("forescale_operator_phase", phase="Emergency", **resource) == 1.0  # ForescaleEmergencyTooLong's series
         assert value("forescale_operator_observed_latency_ms", **resource) == pytest.approx(900.0)

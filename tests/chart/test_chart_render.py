@@ -172,3 +172,9 @@ def test_values_are_documented_and_ordered():
     top = [line.split(":")[0] for line in lines if line and line[0].isalpha()]
     order = ["image", "crds", "operator", "rbac", "serviceAccount", "metrics", "podDisruptionBudget", "resources", "affinity"]
     assert [top.index(key) for key in order] == sorted(top.index(key) for key in order)
+
+
+def test_the_operator_has_requests_and_limits_by_default():
+    # from the scale benchmark (docs/operator-scale.md): torch and the LSTM make an unbounded operator a risk
+    resources = one(render(), "Deployment")["spec"]["template"]["spec"]["containers"][0]["resources"]
+    assert resources == {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}

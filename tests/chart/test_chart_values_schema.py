@@ -70,6 +70,6 @@ def test_schema_and_values_describe_the_same_keys():
     """A value without a schema entry would be rejected; a schema entry without a value is undocumented."""
     schema = json.loads((CHART / "values.schema.json").read_text())
     values = yaml.safe_load((CHART / "values.yaml").read_text())
-    # `global` is helm's; resources is `{}` by default, its keys are the user's to fill.
-    optional = {"global", "resources.limits", "resources.requests"}
+    # `global` is helm's.
+    optional = {"global"}
     assert _value_keys(values, schema) == _schema_keys(schema) - optional

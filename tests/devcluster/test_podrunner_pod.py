@@ -101,3 +101,64 @@ async def test_status_reports_readiness_and_restarts(api):
     crashed = pod.status(waiting_reason="CrashLoopBackOff")
     assert crashed["phase"] == "Running" and crashed["containerStatuses"][0]["restartCount"] == 2
     assert crashed["containerStatuses"][0]["state"] == {"waiting": {"reason": "CrashLoopBackOff"}}
+
+
+# --- secret volumes, written locally and pointed at through the environment ------------------------
+
+def token_volume(secret: str = "tokens", key: str = "admin", kind: str = "projected", **source) -> dict:
+    items = [{"key": key, "path": "token"}]
+    if kind == "projected":
+        return {"name": "tok", "projected": {"sources": [{"secret": {"name": secret, "items": items, **source}}]}}
+    return {"name": "tok", "secret": {"secretName": secret, "items": items, **source}}
+
+
+def pod_with_volume(api, volume: dict | None, env_file: str = "/var/run/forescale/token") -> LocalPod:
+    pod = make_pod(api, [{"name": "FORESCALE_ADMIN_TOKEN_FILE", "value": env_file}])
+    spec = pod.template["spec"]
+    if volume is not None:
+        spec["volumes"] = [volume]
+        spec["containers"][0]["volumeMounts"] = [{"name": "tok", "mountPath": "/var/run/forescale", "readOnly": True}]
+    return pod
+
+
+@pytest.mark.parametrize("kind", ["projected", "secret"])
+async def test_a_secret_volume_is_written_and_the_env_points_at_it(api, kind):
+    pod = pod_with_volume(api, token_volume(kind=kind))
+    try:
+        assert await pod._mount_volumes()
+        path = (await pod.environment())["FORESCALE_ADMIN_TOKEN_FILE"]
+        assert path != "/var/run/forescale/token" and path.endswith("/tok/token")
+        with open(path) as handle:
+            assert handle.read() == "from-secret"
+    finally:
+        await pod.stop(delete=False, drain=False)
+
+
+async def test_a_token_file_with_no_volume_keeps_its_path_and_so_is_missing(api):
+    # what crds/examples/full.yaml once did: the server finds no file there and exits 2
+    pod = pod_with_volume(api, None)
+    assert await pod._mount_volumes()
+    assert (await pod.environment())["FORESCALE_ADMIN_TOKEN_FILE"] == "/var/run/forescale/token"
+
+
+@pytest.mark.parametrize("volume, reason", [
+    (token_volume(secret="nope"), 'secret "nope" not found'),
+    (token_volume(key="other"), 'secret "tokens" has no key "other"'),
+])
+async def test_a_missing_secret_or_key_keeps_the_pod_creating(api, volume, reason, caplog):
+    pod = pod_with_volume(api, volume)
+    try:
+        assert not await pod._mount_volumes()
+        assert not await pod._mount_volumes()
+        said = [r.getMessage() for r in caplog.records if "MountVolume.SetUp failed" in r.getMessage()]
+        assert len(said) == 1 and reason in said[0]  # said once, not at every retry
+    finally:
+        await pod.stop(delete=False, drain=False)
+
+
+async def test_an_optional_missing_secret_mounts_an_empty_folder(api):
+    pod = pod_with_volume(api, token_volume(secret="nope", optional=True))
+    try:
+        assert await pod._mount_volumes()
+    finally:
+        await pod.stop(delete=False, drain=False)

@@ -31,13 +31,19 @@ async def api(cluster) -> AsyncIterator[HttpKubeApi]:
     await client.close()
 
 
+def example_objects(name: str) -> list[dict]:
+    """Every object of crds/examples/<name>.yaml (adopt.yaml holds the workload it adopts, then the resource)."""
+    return [doc for doc in yaml.safe_load_all((EXAMPLES / f"{name}.yaml").read_text()) if doc]
+
+
 def load_example(name: str = "minimal") -> dict:
-    return copy.deepcopy(yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text()))
+    """The InferenceDeployment of crds/examples/<name>.yaml."""
+    return copy.deepcopy(next(d for d in example_objects(name) if d["kind"] == "InferenceDeployment"))
 
 
 @pytest.fixture
 def example():
-    """`example("full")`: a fresh copy of crds/examples/<name>.yaml."""
+    """`example("full")`: a fresh copy of the InferenceDeployment in crds/examples/<name>.yaml."""
     return load_example
 
 

@@ -75,3 +75,46 @@ def test_spec_hash_follows_the_template_not_the_replicas():
     assert other["metadata"]["annotations"][key] != one["metadata"]["annotations"][key]
     assert not children.needs_update(one, three)
     assert children.needs_update(one, other)
+
+
+SECRET = ("forescale-admin", "token")
+
+
+@pytest.mark.parametrize("name", ["a", "b"])
+def test_the_admin_token_reaches_both_pools_server_container(name):
+    template = children.pod_template(OWNER, pool(name), SECRET)
+    spec = template["spec"]
+    assert spec["volumes"] == [{"name": "forescale-admin-token", "projected": {
+        "sources": [{"secret": {"name": "forescale-admin", "items": [{"key": "token", "path": "token"}]}}]}}]
+    server = spec["containers"][0]
+    assert {"name": "FORESCALE_ADMIN_TOKEN_FILE", "value": "/var/run/forescale/token"} in server["env"]
+    assert server["volumeMounts"] == [{"name": "forescale-admin-token", "mountPath": "/var/run/forescale", "readOnly": True}]
+    assert "volumeMounts" not in spec["initContainers"][0]  # only the server holds the token
+
+
+def test_a_template_wiring_its_own_token_is_replaced_not_doubled():
+    template = {"spec": {"volumes": [{"name": "models", "emptyDir": {}}, {"name": "forescale-admin-token", "emptyDir": {}}],
+                         "containers": [{"name": "server", "image": "img",
+                                         "env": [{"name": "FORESCALE_ADMIN_TOKEN_FILE", "value": "/elsewhere"}],
+                                         "volumeMounts": [{"name": "models", "mountPath": "/models"},
+                                                          {"name": "old", "mountPath": "/var/run/forescale"}]},
+                                        {"name": "sidecar", "image": "envoy"}]}}
+    spec = children.pod_template(OWNER, pool(template=template), SECRET)["spec"]
+    assert [v["name"] for v in spec["volumes"]] == ["models", "forescale-admin-token"] and "projected" in spec["volumes"][1]
+    server = spec["containers"][0]
+    assert [e["value"] for e in server["env"] if e["name"] == "FORESCALE_ADMIN_TOKEN_FILE"] == ["/var/run/forescale/token"]
+    assert [m["mountPath"] for m in server["volumeMounts"]] == ["/models", "/var/run/forescale"]
+    assert "volumeMounts" not in spec["containers"][1]
+    assert template["spec"]["volumes"][1] == {"name": "forescale-admin-token", "emptyDir": {}}  # the spec is not mutated
+
+
+def test_without_the_setting_the_template_is_left_as_written():
+    spec = children.pod_template(OWNER, pool())["spec"]
+    assert "volumes" not in spec and "volumeMounts" not in spec["containers"][0]
+    assert not any(e["name"] == "FORESCALE_ADMIN_TOKEN_FILE" for e in spec["containers"][0]["env"])
+
+
+def test_the_token_wiring_is_part_of_the_template_hash():
+    # turning FORESCALE_ADMIN_TOKEN_SECRET on rolls the pools, so running pods get the token too
+    plain, wired = children.deployment(OWNER, pool(), 1), children.deployment(OWNER, pool(), 1, SECRET)
+    assert plain["metadata"]["annotations"]["forescale.io/spec-hash"] != wired["metadata"]["annotations"]["forescale.io/spec-hash"]

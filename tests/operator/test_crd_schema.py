@@ -35,7 +35,9 @@ def test_kubernetes_validate_strict_accepts_the_crds_and_examples():
     files = [str(p) for p in sorted((ROOT / "crds").glob("*.yaml"))] + [str(p) for p in EXAMPLES]
     result = subprocess.run([tool, "--strict", *files], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count("passed") == 3  # the InferenceDeployment CRD and kopf's two peering CRDs
+    # The InferenceDeployment CRD, kopf's two peering CRDs, and the Deployments and Services the adopt examples run.
+    shipped = [d for p in EXAMPLES for d in yaml.safe_load_all(p.read_text()) if d and d["kind"] in ("Deployment", "Service")]
+    assert result.stdout.count("passed") == 3 + len(shipped)
 
 
 @pytest.mark.parametrize("spec", [
@@ -64,10 +66,12 @@ def _defaults(schema: dict, path: str = "") -> dict[str, object]:
 
 
 def test_every_scalar_default_is_covered_by_the_equivalence_test():
-    # The equivalence test above compares whole parsed specs; this pins the list so a new default is noticed.
+    # The equivalence tests (above, and test_spec_adoption.py for targetRef) compare whole parsed specs; this pins
+    # the list so a new default is noticed.
     assert sorted(_defaults(SPEC_SCHEMA)) == sorted([
         "mode", "slo.quantile", "pools.a.minReplicas", "pools.a.maxReplicas", "pools.a.precision", "pools.a.costWeight",
         "pools.b.minReplicas", "pools.b.maxReplicas", "pools.b.precision", "pools.b.costWeight", "warmReservePercent",
+        "pools.a.targetRef.apiVersion", "pools.a.targetRef.kind", "pools.b.targetRef.apiVersion", "pools.b.targetRef.kind",
         "forecast.horizonSeconds", "forecast.stepSeconds", "forecast.modelRef.key", "metrics.preset", "traffic.router",
         "traffic.emergencyWeightPercent", "traffic.cutback.stepPercent", "traffic.cutback.intervalSeconds",
         "traffic.cutback.stableSeconds", "emergency.triggerRatio", "emergency.errorRatePercent",
@@ -76,7 +80,7 @@ def test_every_scalar_default_is_covered_by_the_equivalence_test():
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_examples_pass_schema_cel_and_parser(example):
-    doc = yaml.safe_load(example.read_text())
+    (doc,) = [d for d in yaml.safe_load_all(example.read_text()) if d and d["kind"] == "InferenceDeployment"]
     defaulted = apply_defaults(doc, SCHEMA)
     assert schema_errors(defaulted, SCHEMA) == []
     assert cel_errors(defaulted, SCHEMA) == []

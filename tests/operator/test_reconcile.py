@@ -16,9 +16,10 @@ from forescale_operator.handlers.tick import TickContext, TickDeps, tick
 from forescale_operator.readings.base import MetricSample, PoolSample
 
 
-def deps_for(api) -> tuple[HandlerDeps, RecordingEvents]:
+def deps_for(api, prometheus_url: str | None = "http://prom:9090") -> tuple[HandlerDeps, RecordingEvents]:
+    """Handlers of an operator with FORESCALE_PROMETHEUS_URL set (None: unset), posting to a recorder."""
     events = RecordingEvents()
-    return HandlerDeps(api=api, actuators=Actuators(api), events=events), events
+    return HandlerDeps(api=api, actuators=Actuators(api), events=events, prometheus_url=prometheus_url), events
 
 
 def apply(cluster, body: dict) -> dict:
@@ -142,10 +143,10 @@ async def test_router_whose_api_is_not_served_is_invalid(cluster, api, example, 
     assert current(cluster)["status"]["phase"] == "Invalid"
     assert events.events[0][1] == "InvalidSpec" and f"spec.traffic.router: {router} needs {kind}" in events.events[0][2]
     assert child_names(cluster)["deployments"] == []
-    # Installing the API recovers it on the next tick, without a spec change.
+    # Installing the API recovers it on the next tick, without a spec change (Degraded: this tick has no metrics).
     cluster.set_served(plural, True)
     await tick(TickContext(current(cluster)), TickDeps(api=api, actuators=Actuators(api), events=events))
-    assert current(cluster)["status"]["phase"] == "Stable"
+    assert current(cluster)["status"]["phase"] == "Degraded"
 
 
 async def test_template_rejected_by_the_api_server_is_invalid(cluster, api, example):
@@ -196,7 +197,7 @@ async def test_tick_keeps_status_true(cluster, api, example):
     cluster.put({**cluster.get("deployments", "default", "chat-a"), "status": {"replicas": 2, "readyReplicas": 1}})
     summary = await tick(TickContext(current(cluster)), TickDeps(api=api, actuators=Actuators(api), events=events))
     status = current(cluster)["status"]
-    assert status["phase"] == "Scaling" and status["pools"]["a"]["summary"] == "1/2"
+    assert status["phase"] == "Degraded" and status["pools"]["a"]["summary"] == "1/2"  # no metric source here
     assert "a 1/2 ready" in summary
 
 
@@ -205,12 +206,60 @@ def metrics_condition(cluster) -> tuple[str, str, str]:
     return condition["status"], condition["reason"], condition["message"]
 
 
-async def test_tick_without_a_metric_source_keeps_status_true_and_says_so(cluster, api, example):
-    deps, events = deps_for(api)
+async def test_tick_without_a_metric_source_is_degraded_and_warns_once(cluster, api, example):
+    deps, events = deps_for(api, prometheus_url=None)
     await reconcile(apply(cluster, example()), deps)
-    await tick(TickContext(current(cluster)), TickDeps(api=api, actuators=Actuators(api), events=events))
+    assert current(cluster)["status"]["phase"] == "Degraded"  # from the first status write, not the first tick
+    for _ in range(3):
+        await tick(TickContext(current(cluster)), TickDeps(api=api, actuators=Actuators(api), events=events))
     assert metrics_condition(cluster) == ("Unknown", "NoMetricSource", "no metric source is configured")
-    assert "lastDecision" not in current(cluster)["status"] and events.reasons == ["PoolsCreated"]
+    assert current(cluster)["status"]["phase"] == "Degraded" and "lastDecision" not in current(cluster)["status"]
+    assert events.reasons == ["PoolsCreated", "MetricsUnavailable"]
+    kind, _, message = events.events[1]
+    assert kind == "Warning" and "FORESCALE_PROMETHEUS_URL" in message and "spec.metrics.prometheusUrl" in message
+    # a restarted operator (fresh memory) reads from status that it was said already
+    restarted = RecordingEvents()
+    await tick(TickContext(current(cluster)), TickDeps(api=api, actuators=Actuators(api), events=restarted))
+    assert restarted.events == []
+
+
+async def test_a_metric_source_in_the_spec_alone_is_enough(cluster, api, example):
+    deps, events = deps_for(api, prometheus_url=None)
+    body = example()
+    body["spec"].setdefault("metrics", {})["prometheusUrl"] = "http://prom.monitoring:9090"
+    await reconcile(apply(cluster, body), deps)
+    assert current(cluster)["status"]["phase"] == "Stable"
+
+
+async def test_tick_while_pool_a_has_no_ready_pod_is_pending_without_metrics(cluster, api, example):
+    deps, events = deps_for(api, prometheus_url=None)
+    await reconcile(apply(cluster, example()), deps)
+    cluster.put({**cluster.get("deployments", "default", "chat-a"), "status": {"replicas": 2, "readyReplicas": 0}})
+    await tick(TickContext(current(cluster)), TickDeps(api=api, actuators=Actuators(api), events=events))
+    assert current(cluster)["status"]["phase"] == "Pending"
+
+
+@pytest.mark.parametrize("value", ["abc", "-5", "1e-320", "nan"])
+async def test_a_bad_capacity_annotation_is_a_warning_once_per_value(cluster, api, example, value):
+    deps, events = deps_for(api)
+    body = example()
+    body["metadata"]["annotations"] = {"forescale.io/capacity-rps": value}
+    await reconcile(apply(cluster, body), deps)
+    source = ScriptedSource(PoolSample(latency_ms=120.0, rate_rps=10.0))
+    tick_deps = reading_deps(api, events, source)
+    for _ in range(3):
+        await tick(TickContext(current(cluster)), tick_deps)
+    warnings = [e for e in events.events if e[1] == "AnnotationIgnored"]
+    assert len(warnings) == 1 and warnings[0][0] == "Warning"
+    assert "forescale.io/capacity-rps" in warnings[0][2] and repr(value) in warnings[0][2]
+    # another bad value is said again; a good one is silent, and a bad one after it is new again
+    for annotation, said in (("xyz", 2), ("22", 2), (value, 3)):
+        body = current(cluster)
+        body["metadata"]["annotations"] = {"forescale.io/capacity-rps": annotation}
+        apply(cluster, body)
+        await tick(TickContext(current(cluster)), tick_deps)
+        await tick(TickContext(current(cluster)), tick_deps)
+        assert events.reasons.count("AnnotationIgnored") == said, annotation
 
 
 async def test_tick_without_metrics_posts_metrics_unavailable_once(cluster, api, example):
@@ -279,3 +328,14 @@ async def test_defaults_a_real_server_fills_in_cause_no_rewrite(cluster, api, ex
     await reconcile(current(cluster), deps)
     writes_after = [r for r in cluster.request_log if r.verb in ("create", "update", "patch", "delete")]
     assert writes_after == writes_before and events.reasons == ["PoolsCreated"]
+
+
+async def test_with_an_admin_token_secret_both_pools_get_the_token(cluster, api, example):
+    events = RecordingEvents()
+    deps = HandlerDeps(api=api, actuators=Actuators(api, ("forescale-admin", "token")), events=events)
+    await reconcile(apply(cluster, example()), deps)
+    for pool in ("a", "b"):
+        pod = cluster.get("deployments", "default", f"chat-{pool}")["spec"]["template"]["spec"]
+        env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+        assert env["FORESCALE_ADMIN_TOKEN_FILE"] == "/var/run/forescale/token"
+        assert pod["volumes"][-1]["projected"]["sources"][0]["secret"]["name"] == "forescale-admin"

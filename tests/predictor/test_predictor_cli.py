@@ -153,12 +153,12 @@ def test_train_needs_a_source(tmp_path, capsys):
 def test_train_on_fewer_points_than_one_window_is_one_line_and_exit_2(tmp_path, capsys, rows, message):
     path = tmp_path / "short.csv"
     path.write_text("timestamp,value\n" + "".join(f"{i * 60},{5 + i % 3}\n" for i in range(rows)))
-    code, out, err = run(["train", "--csv", str(path), "--out", str(tmp_path / "m.pt"), *FAST], capsys)
+    code, out, err = run(["train", "--csv", str(path), "--out", str(tmp_path / "m.pt"), "--feature", "rate", *FAST], capsys)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
 def test_train_from_prometheus_that_is_down(tmp_path, capsys):
-    code, out, err = run(["train", "--prometheus-url", "http://127.0.0.1:1", "--query", "up", "--start", "1h",
+    code, out, err = run(["train", "--prometheus-url", "http://127.0.0.1:1", "--query", "up", "--feature", "value", "--start", "1h",
                           "--out", str(tmp_path / "m.pt"), "--timeout", "1", *FAST], capsys)
     assert code == 2 and "cannot reach Prometheus" in err and "Traceback" not in err
 

@@ -177,3 +177,24 @@ def test_same_seed_same_result(mooncake_slice: Path) -> None:
     first = once(0)
     assert first == once(0)
     assert first["incidents"] != once(1)["incidents"]  # the default incident's start is seeded
+
+
+def test_the_plots_rows_share_their_y_scale(azure_slice: Path) -> None:
+    """Policies are compared by eye across a row: every panel of a row has one y scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from forescale_sim.plot import draw_replay
+    from forescale_sim.session import ReplayOptions, run_replay
+
+    result = run_replay(ReplayOptions(str(azure_slice), "azure", policies=["hpa", "static", "oracle"], incidents="none",
+                                      progress=lambda _: None))
+    fig = draw_replay(result)
+    try:
+        rows = [fig.axes[r * 3:(r + 1) * 3] for r in range(4)]  # the axes come row by row, three columns
+        for row in rows:
+            assert len({ax.get_ylim() for ax in row}) == 1
+    finally:
+        plt.close(fig)

@@ -29,11 +29,13 @@ async def ensure_route(api: KubeApi, router: Router, owner: Owner, traffic: Traf
                        carry_over: Weights | None = None) -> RouteChange:
     """Converge the route of `router`; after a router change, delete the old backend's route.
 
-    A new route starts at `carry_over` (the split the old route had) or 100/0.
+    A new route starts at `carry_over` (the split the old route had) or 100/0. With a routeRef the
+    route `<name>` this resource made before is the old one, unless the routeRef names that very route.
     """
     removed = []
+    keep = (router.ref, router.route_name(owner))
     for other in all_routers(api):
-        if other.name == router.name or other.ref is None:
+        if other.ref is None or (other.ref, owner.name) == keep:
             continue
         # Only look where the cluster serves the kind, and only remove a route this resource owns:
         # a VirtualService of the same name made by someone else is not ours to delete.

@@ -1,4 +1,9 @@
-"""Services `<name>-a`, `<name>-b` (one pool each) and `<name>` (both pools)."""
+"""Services `<name>-a`, `<name>-b` (one pool each) and `<name>` (both pools).
+
+Only for the pools Forescale creates: a pool with a targetRef is reached
+through the user's own Service, and `<name>` (a selector over both pools'
+labels) exists only when both pools are Forescale's.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +14,18 @@ from ..kube.refs import SERVICES
 from ..spec import PoolSpec
 
 
+def _managed(owner: Owner, a: PoolSpec, b: PoolSpec) -> list[dict]:
+    """The Services this resource creates: one per pool with a template, `<name>` only when both have one."""
+    keep = {owner.pool_name(p.name) for p in (a, b) if not p.adopted}
+    if not (a.adopted or b.adopted):
+        keep.add(owner.name)
+    return [s for s in children.services(owner, a, b) if s["metadata"]["name"] in keep]
+
+
 async def ensure_services(api: KubeApi, owner: Owner, a: PoolSpec, b: PoolSpec) -> list[str]:
-    """Create or converge the three Services; returns the names created."""
+    """Create or converge the Services; returns the names created."""
     created = []
-    for wanted in children.services(owner, a, b):
+    for wanted in _managed(owner, a, b):
         name = wanted["metadata"]["name"]
         current = await api.get(SERVICES, owner.namespace, name)
         holder = children.foreign_controller(current, owner) if current is not None else None
@@ -28,9 +41,11 @@ async def ensure_services(api: KubeApi, owner: Owner, a: PoolSpec, b: PoolSpec) 
     return created
 
 
-async def services_intact(api: KubeApi, owner: Owner) -> bool:
-    """Whether the three Services exist and this resource (by uid) owns each: one list call per tick."""
-    wanted = {owner.name, owner.pool_name("a"), owner.pool_name("b")}
+async def services_intact(api: KubeApi, owner: Owner, a: PoolSpec, b: PoolSpec) -> bool:
+    """Whether this resource's Services exist and it (by uid) owns each: one list call per tick, none without any."""
+    wanted = {s["metadata"]["name"] for s in _managed(owner, a, b)}
+    if not wanted:
+        return True
     found = await api.list(SERVICES, owner.namespace, f"{children.LABEL_DEPLOYMENT}={owner.name}")
     owned = {(s.get("metadata") or {}).get("name") for s in found if children.owned_by(s, owner)}
     return wanted <= owned

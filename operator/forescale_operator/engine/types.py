@@ -123,6 +123,8 @@ class EngineParams:
 
     #: the resource's metadata.name; messages name pools `<name>-a`/`<name>-b`
     name: str = ""
+    #: pool -> its Deployment's name where that is not `<name>-<pool>` (a targetRef)
+    pool_names: Mapping[str, str] = field(default_factory=dict)
     #: scale-down stabilization window (HPA behavior); None -> one measured start-up of pool A
     stabilization_seconds: float | None = None
     #: the latency model's prior: per-pod capacity at the SLO at fp16 (requests/s), from a load
@@ -203,7 +205,9 @@ class EngineParams:
                 raise ValueError(f"EngineParams.precision_speed[{precision!r}]: must be > 0, got {speed!r}")
 
     def pool_name(self, pool: str) -> str:
-        """`chat-a` when the resource is named, else just `a`."""
+        """The pool's Deployment (`chat-a`, or a targetRef's name) when the resource is named, else just `a`."""
+        if pool in self.pool_names:
+            return self.pool_names[pool]
         return f"{self.name}-{pool}" if self.name else pool
 
     def speed(self, precision: str) -> float:

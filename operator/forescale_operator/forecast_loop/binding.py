@@ -13,8 +13,7 @@ generation (never so from an API server) is bound afresh every time.
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 from ..capacity_annotation import ANNOTATION, engine_params
@@ -24,10 +23,8 @@ from ..kube.client import KubeApi
 from ..readings import MetricSource, make_metric_source
 from ..readings.noop import NoopMetricSource
 from ..routers.base import Router
-from ..routers.factory import make_router
+from ..routers.factory import router_for
 from ..spec import InferenceSpec, parse_spec
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -42,11 +39,11 @@ class ResourceBinding:
     spec: InferenceSpec
     #: the engine's parameters: the capacity annotation's prior, or the default one
     params: EngineParams
-    #: what is wrong with the capacity annotation (logged once per binding), or None
+    #: what is wrong with the capacity annotation (the tick says it once per bad value), or None
     params_problem: str | None
     #: the spec's Prometheus or the operator-wide one; a no-op when neither exists
     metric_source: MetricSource
-    #: the backend of spec.traffic.router
+    #: the route backend of spec.traffic (its routeRef, or traffic.router's)
     router: Router
     #: FORESCALE_ADMIN_TOKEN_SECRET as (secret, key), read in the resource's namespace when the playbook calls the pods
     admin_secret: tuple[str, str] | None
@@ -68,11 +65,14 @@ def bind(body: Mapping[str, Any], api: KubeApi, *, sources: dict[str, MetricSour
     annotation = (meta.get("annotations") or {}).get(ANNOTATION)
     spec = parse_spec(body.get("spec") or {})
     params, problem = engine_params(owner.name, meta.get("annotations"))
+    if spec.adopts:
+        # Events name the Deployments as users know them: `chat`, not `<name>-a`.
+        params = replace(params, pool_names={p.name: owner.deployment_of(p) for p in (spec.a, spec.b)})
     return ResourceBinding(
         owner=owner, generation=meta.get("generation"), annotation=annotation, spec=spec, params=params,
         params_problem=problem,
         metric_source=make_metric_source(spec, prometheus_url, cache=sources, build=build, batch=batch),
-        router=make_router(spec.traffic.router, api), admin_secret=admin_secret,
+        router=router_for(spec.traffic, api), admin_secret=admin_secret,
         prometheus_url=spec.metrics.prometheus_url or prometheus_url,
     )
 
@@ -103,8 +103,6 @@ class Bindings:
             return held
         binding = bind(body, api, sources=self._sources, prometheus_url=self.prometheus_url,
                        admin_secret=self.admin_secret, build=self._build, batch=self._batch)
-        if binding.params_problem and (held is None or held.params_problem != binding.params_problem):
-            logger.warning("%s/%s: %s", binding.owner.namespace, binding.owner.name, binding.params_problem)
         self._bound[binding.owner.uid] = binding
         return binding
 

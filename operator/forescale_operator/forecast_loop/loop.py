@@ -9,6 +9,7 @@ pause or an operator exit nothing is dropped, the resource still exists.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -48,6 +49,10 @@ class ForecastLoop:
 
     def memory(self, owner: Owner) -> ResourceMemory:
         return self.memories.setdefault(owner.uid, ResourceMemory())
+
+    def acting(self, owner: Owner) -> asyncio.Lock:
+        """Held by a tick while it runs and by the delete handler: the two never act at once on one resource."""
+        return self.memory(owner).acting
 
     def forget(self, owner: Owner) -> None:
         """Drop a deleted resource from every per-resource cache: binding, memory, forecasts, metric series,

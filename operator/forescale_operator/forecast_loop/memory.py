@@ -3,12 +3,13 @@
 The metric history the forecaster reads, the clocks at the last tick (to tell
 a wall-clock jump from time passing), recent decisions (for the incident
 snapshot), the A pods already switched to the runtime precision, pod problems
-already reported, and past forecasts, scored against what happened to give
-`status.forecast.recentErrorMs` and `bandCoverage`.
+and a bad annotation already reported, and past forecasts, scored against
+what happened to give `status.forecast.recentErrorMs` and `bandCoverage`.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,10 @@ class ResourceMemory:
     pod_problems: set = field(default_factory=set)
     #: the clocks at the last tick, to tell a wall-clock jump from time passing
     clock: ClockWatch = field(default_factory=ClockWatch)
+    #: held while a tick runs, and by the delete handler (ForecastLoop.acting)
+    acting: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: the bad forescale.io/capacity-rps value already reported with a Warning event (None: none reported)
+    reported_annotation: str | None = None
 
     def remember_forecast(self, target_time: float, median: float, upper: float) -> None:
         self.pending.append((target_time, median, upper))

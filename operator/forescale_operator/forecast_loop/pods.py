@@ -72,6 +72,23 @@ def split_pools(pods: list[Mapping[str, Any]]) -> dict[str, PoolPods]:
     return out
 
 
-async def read_pods(api: Any, owner: Owner) -> dict[str, PoolPods]:
-    pods = await api.list(PODS, owner.namespace, f"forescale.io/deployment={owner.name}")
-    return split_pools(pods)
+async def read_pods(api: Any, owner: Owner, adopted: Mapping[str, str] | None = None) -> dict[str, PoolPods]:
+    """Both pools' pods: one list by the labels Forescale puts on the pods it makes, one per adopted pool.
+
+    `adopted` maps an adopted pool (a targetRef) to its Deployment's selector (`k=v,...`): its pods carry
+    the user's labels, not Forescale's. An empty selector finds none (a matchExpressions-only selector
+    is not read: that pool gets no admin calls)."""
+    adopted = adopted or {}
+    pods = [] if len(adopted) == 2 else await api.list(PODS, owner.namespace, f"forescale.io/deployment={owner.name}")
+    out = split_pools(pods)
+    for pool, selector in adopted.items():
+        mine = await api.list(PODS, owner.namespace, selector) if selector else []
+        out[pool] = split_pools([_in_pool(p, pool) for p in mine])[pool]
+    return out
+
+
+def _in_pool(pod: Mapping[str, Any], pool: str) -> dict[str, Any]:
+    """A copy of an adopted pod labelled with its pool, as `split_pools` sorts them."""
+    meta = dict(pod.get("metadata") or {})
+    meta["labels"] = {**(meta.get("labels") or {}), "forescale.io/pool": pool}
+    return {**pod, "metadata": meta}

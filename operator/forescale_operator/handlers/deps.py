@@ -14,3 +14,5 @@ class HandlerDeps:
     api: KubeApi
     actuators: Actuators
     events: EventSink
+    #: FORESCALE_PROMETHEUS_URL, for specs without metrics.prometheusUrl; with neither, the phase is Degraded
+    prometheus_url: str | None = None

@@ -29,5 +29,5 @@ async def mark_invalid(body: Mapping[str, Any], error: SpecError | ValueError | 
     await write_status(deps.api, meta["namespace"], meta["name"], update)
     if is_new:
         logger.warning("%s/%s: invalid spec: %s", meta["namespace"], meta["name"], message)
-        prefix = "Invalid spec" if reason is Reason.INVALID_SPEC else "Cannot converge"
+        prefix = {Reason.INVALID_SPEC: "Invalid spec", Reason.ADOPTION_REFUSED: "Cannot adopt"}.get(reason, "Cannot converge")
         await deps.events.post(reason, f"{prefix}, no child changed: {message}")

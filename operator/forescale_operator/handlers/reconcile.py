@@ -4,6 +4,13 @@ Idempotent: run twice (an operator restart, a retry after a 409) it changes
 nothing the second time and posts no event. A spec the schema could not
 catch (no container, a router kind this cluster does not serve, a template
 the API server rejects) makes the resource Invalid and touches no child.
+
+A pool with a targetRef and a routeRef name objects the user already runs:
+they are checked first (they exist here, no other controller or HPA holds
+the Deployment, the route sends traffic to both pools' Services), so a bad
+reference creates nothing; then only their replicas (into the pool's bounds)
+and later the route's two weights are ever written. In Preview nothing of
+theirs is written at all.
 """
 
 from __future__ import annotations
@@ -12,13 +19,16 @@ from typing import Any, Mapping
 
 from .. import observe as observing
 from ..actuators.deployments import DeploymentChange
-from ..children import ChildConflict, Owner, name_problem
+from ..actuators.routes import RouteChange
+from ..children import AdoptionRefused, ChildConflict, Owner, name_problem
+from ..engine.preview import would
 from ..kube.errors import ApiError
 from ..kube.refs import HTTP_ROUTES, VIRTUAL_SERVICES
 from ..reasons import Reason
-from ..spec import InferenceSpec, SpecError, check_name, parse_spec
+from ..routers.base import Router
+from ..spec import InferenceSpec, PoolSpec, SpecError, check_name, parse_spec
 from ..status import StatusUpdate, write_status
-from ..weights import Weights
+from ..weights import ALL_ON_A, Weights
 from .deps import HandlerDeps
 from .invalid import mark_invalid
 
@@ -49,9 +59,47 @@ def _scaling_events(spec: InferenceSpec, changes: list[DeploymentChange]) -> lis
         if change.created or change.replicas_before is None or change.replicas_before == change.replicas:
             continue
         reason = Reason.SCALED_UP if change.replicas > change.replicas_before else Reason.SCALED_DOWN
-        events.append((reason, f"Scaled {change.name} {change.replicas_before} -> {change.replicas}: outside the new "
-                               f"bounds {pool.min_replicas}..{pool.max_replicas}"))
+        message = (f"Scaled {change.name} {change.replicas_before} -> {change.replicas}: outside the "
+                   f"{'' if pool.adopted else 'new '}bounds {pool.min_replicas}..{pool.max_replicas}")
+        # Preview writes nothing of an adopted Deployment: it says what Auto would do.
+        events.append((reason, would(message) if pool.adopted and spec.preview else message))
     return events
+
+
+def _not_created(owner: Owner, pool: PoolSpec) -> DeploymentChange:
+    """A pool with a template in read-only Preview: not created; Auto would create it at minReplicas."""
+    return DeploymentChange(owner.pool_name(pool.name), False, False, None, pool.min_replicas)
+
+
+def _adopted(spec: InferenceSpec, router: Router, owner: Owner) -> str:
+    """`Deployment chat as pool a, ..., HTTPRoute chat`: what this resource takes over ("" when nothing).
+
+    Kept in status.adopted: a change of it (or of the mode) is announced once with PoolsAdopted."""
+    parts = [f"{p.target_ref.describe()} as pool {p.name}" for p in (spec.a, spec.b) if p.target_ref is not None]
+    if spec.traffic.route_ref is not None:
+        parts.append(router.describe(owner))
+    if parts and spec.preview:
+        parts[-1] += " (Preview: read only)"
+    return ", ".join(parts)
+
+
+def _adoption_message(spec: InferenceSpec, changes: list[DeploymentChange], router: Router, owner: Owner,
+                      weights: Weights) -> str:
+    """The PoolsAdopted event: each Deployment with its replicas and precision, the route with its split now."""
+    parts = [f"Deployment {c.name} as pool {p.name} ({_replicas(c.replicas_before or 0)}, {p.precision})"
+             for c, p in zip(changes, (spec.a, spec.b)) if p.adopted]
+    if spec.traffic.route_ref is not None:
+        text = f"{router.describe(owner)} (weights {weights}"
+        if weights != ALL_ON_A:
+            text += f"; {'Auto would set' if spec.preview else 'the loop sets'} 100/0 outside an incident"
+        parts.append(text + ")")
+    if spec.preview:
+        created = [f"create {c.name} ({_replicas(c.replicas)}, {p.precision})"
+                   for c, p in zip(changes, (spec.a, spec.b)) if not p.adopted]
+        return would(f"Adopt {', '.join(parts)}{' and ' if created else ''}{', '.join(created)}: "
+                     f"in Preview nothing is created or changed")
+    return (f"Adopted {', '.join(parts)}: replicas are set through the scale subresource and only the two weights "
+            f"of the route; nothing of theirs is deleted")
 
 
 def _previous_weights(status: Mapping[str, Any]) -> Weights | None:
@@ -79,12 +127,30 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
         return f"invalid: {err}"
 
     owner = Owner.from_body(body)
-    router = deps.actuators.router(spec.traffic.router)
+    router = deps.actuators.router(spec.traffic)
     try:
-        a = await deps.actuators.ensure_deployment(owner, spec.a)
-        b = await deps.actuators.ensure_deployment(owner, spec.b)
-        services = await deps.actuators.ensure_services(owner, spec.a, spec.b)
-        route = await deps.actuators.ensure_route(owner, router, spec.traffic, _previous_weights(status))
+        # What the spec names of the user's is checked before anything is written: a bad reference creates nothing.
+        targets = {p.name: await deps.actuators.check_target(owner, p) for p in (spec.a, spec.b) if p.adopted}
+        if spec.traffic.route_ref is not None:
+            await router.ensure(owner, spec.traffic, ALL_ON_A)
+    except SpecError as err:
+        await mark_invalid(body, err, deps)
+        return f"invalid: {err}"
+    except AdoptionRefused as exc:
+        await mark_invalid(body, exc, deps, Reason.ADOPTION_REFUSED)
+        return f"invalid: {exc}"
+    # Preview with a targetRef is read only: nothing is created, nothing written but this resource's status and events.
+    read_only = spec.preview and spec.adopts
+    try:
+        a, b = [await deps.actuators.ensure_target(owner, p, targets[p.name], preview=spec.preview) if p.adopted
+                else _not_created(owner, p) if read_only
+                else await deps.actuators.ensure_deployment(owner, p) for p in (spec.a, spec.b)]
+        if read_only:
+            services = []
+            route = RouteChange(False, (), await router.get_weights(owner) or ALL_ON_A)
+        else:
+            services = await deps.actuators.ensure_services(owner, spec.a, spec.b)
+            route = await deps.actuators.ensure_route(owner, router, spec.traffic, _previous_weights(status))
     except ChildConflict as exc:
         # Another controller's object holds a child's name: touch nothing of it, say so, retry each tick.
         await mark_invalid(body, exc, deps, Reason.CHILD_CONFLICT)
@@ -97,7 +163,7 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
         raise
 
     route_text = (f"route {router.describe(owner)} weights {route.weights}" if router.ref is not None
-                  else f"no router (Service {owner.name} spans both pools)")
+                  else "no router" if spec.adopts else f"no router (Service {owner.name} spans both pools)")
     created = [f"{c.name} ({_replicas(c.replicas)}, {p.precision})" for c, p in ((a, spec.a), (b, spec.b)) if c.created]
     if created:
         await deps.events.post(Reason.POOLS_CREATED, (
@@ -112,6 +178,9 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
             changed.append(f"{'created' if route.removed else 'recreated'} {route_text}")
         if changed:
             await deps.events.post(Reason.POOLS_UPDATED, "Updated " + ", ".join(changed))
+    adopted = _adopted(spec, router, owner)
+    if adopted and adopted != status.get("adopted"):
+        await deps.events.post(Reason.POOLS_ADOPTED, _adoption_message(spec, [a, b], router, owner, route.weights))
     for reason, message in _scaling_events(spec, [a, b]):
         await deps.events.post(reason, message)
     if status.get("phase") == "Invalid":
@@ -119,7 +188,11 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
 
     update = StatusUpdate(status, meta.get("generation"))
     update.observed_generation(meta.get("generation", 1))
-    seen = await observing.observe(deps.actuators, owner, router)
+    seen = await observing.observe(deps.actuators, owner, router, spec)
     observing.record(update, spec, seen)
+    update.adopted(adopted)
+    # Without a metric source nothing is scaled: say Degraded from the start, not Stable until the first tick.
+    update.phase(seen.phase_for(spec) if spec.metrics.prometheus_url or deps.prometheus_url
+                 else seen.phase_without_metrics(spec))
     await write_status(deps.api, owner.namespace, owner.name, update)
     return f"converged: {a.name} {a.replicas}, {b.name} {b.replicas}, {route_text}"

@@ -25,6 +25,7 @@ from ..forecast_loop.loop import ForecastLoop
 from ..forecast_loop.pods import read_pods
 from ..forecast_loop.reporter import record_decision, record_incident, record_metrics, record_telemetry
 from ..forecast_loop.saved_state import load_state
+from ..forecast_loop.setting_problems import report_ignored_annotation, report_no_metric_source
 from ..kube.client import KubeApi
 from ..phase import Phase
 from ..reasons import Reason
@@ -78,23 +79,30 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     state = load_state(status, owner, memory, now=now, mono=loop.monotonic(),
                        cutback_interval_s=spec.traffic.cutback.interval_seconds)
 
-    # Read the children: one deleted, never made or not ours goes back to reconcile (which refuses a foreign one).
-    seen = await observing.observe(deps.actuators, owner, binding.router)
-    if not seen.complete or not await deps.actuators.services_intact(owner):
+    # Read the children (an adopted pool: its targetRef): one deleted, never made or not ours goes back to reconcile.
+    seen = await observing.observe(deps.actuators, owner, binding.router, spec)
+    read_only = spec.preview and spec.adopts  # Preview with a targetRef creates nothing: no Service to check
+    if not seen.complete_for(spec) or not (read_only or await deps.actuators.services_intact(owner, spec.a, spec.b)):
         return await reconcile(body, deps)
     update = StatusUpdate(status, generation)
-    # The phase is readiness only where the engine never runs: with metrics, an incident outlives readiness.
-    observing.record(update, spec, seen, set_phase=not binding.reads_metrics)
-    # Read the metrics where a Prometheus URL exists (the spec's, else the operator's); without one, status is all.
+    # A capacity annotation the binding had to ignore is said once per bad value, as a Warning event.
+    await report_ignored_annotation(deps.events, binding, memory)
+    # Readiness, without the phase: the engine's where it runs (an incident outlives readiness), set below where not.
+    observing.record(update, spec, seen)
+    # Read the metrics where a Prometheus URL exists (the spec's, else the operator's); without one, status is all:
+    # Degraded once pool A serves, and one MetricsUnavailable Warning naming the setting.
     if not binding.reads_metrics:
+        await report_no_metric_source(deps.events, status)
+        update.phase(seen.phase_without_metrics(spec))
         record_metrics(update, None)
         await write_status(deps.api, owner.namespace, owner.name, update)
         return f"observed: {seen.summary()}; no metrics"
     reading = await read(binding.metric_source, owner.namespace, owner.name, spec, memory.history, now)
     record_metrics(update, reading)
 
-    # Observe: the pods (admin endpoints, start-up times; a bad admin port reported once), joined with the reading.
-    pods = await read_pods(deps.api, owner)
+    # Observe: the pods (admin endpoints, start-up times; a bad admin port reported once), joined with the reading;
+    # an adopted pool's pods are found by its Deployment's selector.
+    pods = await read_pods(deps.api, owner, {p.name: seen.pool(p.name).selector for p in (spec.a, spec.b) if p.adopted})
     executor = Executor(deps.api, deps.actuators, deps.events, binding, memory, pods, admin_timeout=loop.admin_timeout)
     await executor.report_pod_problems()
     observations = build_observations(

@@ -11,7 +11,8 @@ from ..weights import Weights
 
 
 class Router(Protocol):
-    """Owns the route object `<name>` that splits traffic between `<name>-a` and `<name>-b`."""
+    """Owns the route object `<name>` that splits traffic between `<name>-a` and `<name>-b`, or (routers/adopted.py)
+    sets two weights in a route the user owns."""
 
     #: the spec's traffic.router value this backend implements
     name: str
@@ -32,3 +33,6 @@ class Router(Protocol):
 
     def describe(self, owner: Owner) -> str:
         """A few words for events: `HTTPRoute chat`."""
+
+    def route_name(self, owner: Owner) -> str:
+        """The route object's name: `<name>`, or the routeRef's."""

@@ -77,3 +77,5 @@ class GatewayApiRouter:
     def describe(self, owner: Owner) -> str:
         return f"HTTPRoute {owner.name}"
 
+    def route_name(self, owner: Owner) -> str:
+        return owner.name

@@ -76,3 +76,6 @@ class IstioRouter:
 
     def describe(self, owner: Owner) -> str:
         return f"VirtualService {owner.name}"
+
+    def route_name(self, owner: Owner) -> str:
+        return owner.name

@@ -26,3 +26,6 @@ class NopRouter:
 
     def describe(self, owner: Owner) -> str:
         return f"Service {owner.name} (no router)"
+
+    def route_name(self, owner: Owner) -> str:
+        return owner.name
