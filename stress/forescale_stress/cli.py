@@ -152,10 +152,10 @@ def stress(
     min_samples: int = typer.Option(100, help="Requests a step needs for its percentiles; short steps are extended."),
     max_step_seconds: Optional[float] = typer.Option(None, help="Longest extended step (default 3 x step-seconds)."),
     slo_ms: float = typer.Option(200.0, help="A p99 over this ends the ramp; the knee is the highest rate under it."),
-    no_confirm_slo: bool = typer.Option(False, "--no-confirm-slo",
-                                        help="End the ramp at the first step whose p99 is over the SLO. By default "
-                                             "that step's rate is repeated once, and the ramp ends only if the "
-                                             "repeat is over the SLO too (a shared machine's stall is not the knee)."),
+    confirm_slo: bool = typer.Option(True, "--confirm-slo/--no-confirm-slo",
+                                     help="Repeat a step whose p99 is over the SLO once at the same rate, and end "
+                                          "the ramp only if the repeat is over it too (a shared machine's stall is "
+                                          "not the knee)."),
     max_error_rate: float = typer.Option(0.05, help="Failed fraction of a step's requests that ends the ramp."),
     max_rate: Optional[float] = typer.Option(None, help="Stop before a step would offer more than this."),
     max_requests: Optional[int] = typer.Option(None, help="Stop after sending this many requests."),
@@ -197,7 +197,7 @@ def stress(
             fault=fault, degrade=degrade, kill_pid=kill_pid, fault_grace=fault_grace,
             degrade_window=degrade_window, window_min_samples=window_min_samples, recovery_window=recovery_window,
             warmup_seconds=warmup_seconds, probe_seconds=probe_seconds, input_scale=input_scale,
-            probe_warmup_seconds=probe_warmup_seconds, confirm_slo=not no_confirm_slo,
+            probe_warmup_seconds=probe_warmup_seconds, confirm_slo=confirm_slo,
         )
         token = None
         if needs_admin(config.faults, config.degradations):
