@@ -35,8 +35,10 @@ OPERATOR_NEEDS = [
     ("gateway.networking.k8s.io", "httproutes", ["get", "create", "update", "patch", "delete"], "routers/gatewayapi.py"),
     ("networking.istio.io", "virtualservices", ["get", "create", "update", "patch", "delete"], "routers/istio.py"),
     ("", "events", ["create"], "events.py and kopf"),
-    ("", "configmaps", ["get", "create"], "spec.forecast.modelRef; snapshot.py"),
-    ("", "pods", ["list"], "forecast_loop/pods.py: ready pods of a pool, for admin calls"),
+    ("", "configmaps", ["get", "create", "update"],
+     "spec.forecast.modelRef; snapshot.py; forecast_loop/incident_diagnosis.py adds the diagnosis to the snapshot"),
+    ("", "pods", ["list", "delete"],
+     "forecast_loop/pods.py: ready pods of a pool, for admin calls; diagnosis/remedy.py: one bad pod, once per incident"),
     ("", "secrets", ["get"], "admin token, by name"),
 ]
 CLUSTER_NEEDS = [
@@ -99,7 +101,7 @@ NEVER = [
     ApiCall("get", "", "secrets", namespace="ml", name="db-password"),
     ApiCall("create", "", "pods", namespace="ml"),
     ApiCall("watch", "", "pods", namespace="ml"),
-    ApiCall("delete", "", "pods", namespace="ml", name="chat-a-1"),
+    ApiCall("deletecollection", "", "pods", namespace="ml"),  # one bad pod at a time, never a collection
     ApiCall("create", "", "pods", "exec", "ml", "chat-a-1"),
     ApiCall("delete", "forescale.io", "inferencedeployments", namespace="ml", name="chat"),
     ApiCall("deletecollection", "apps", "deployments", namespace="ml"),

@@ -41,6 +41,8 @@ VALUE_FIELDS = ("oom_killed_containers", "restarted_containers", "oom_warnings",
 FLAG_FIELDS = ("revision_changed",)
 #: the field holding a number per pod
 POD_FIELDS = ("pod_p99_ms",)
+#: fields about the evidence rather than of it
+_BOOKKEEPING = ("now_seconds", "missing_why")
 
 
 @dataclass(frozen=True)
@@ -98,12 +100,14 @@ class Evidence:
     #: tokens per output (completion), mean
     output_tokens_mean: Pair | None = None
     # -- bookkeeping ---------------------------------------------------------
+    #: the "now" window's length, seconds (so a message says "in the last 10 s", not a guess)
+    now_seconds: float | None = None
     #: why a field (or `field.now` / `field.before`) is missing, where known
     missing_why: Mapping[str, str] = field(default_factory=dict)
 
     def missing(self) -> tuple[str, ...]:
-        """The names of the fields that hold nothing at all."""
-        return tuple(f.name for f in fields(self) if f.name != "missing_why" and getattr(self, f.name) is None)
+        """The names of the evidence fields that hold nothing at all."""
+        return tuple(f.name for f in fields(self) if f.name not in _BOOKKEEPING and getattr(self, f.name) is None)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict (for the snapshot ConfigMap); NaN and ±inf become null."""
@@ -119,6 +123,7 @@ class Evidence:
         for name in POD_FIELDS:
             value = getattr(self, name)
             out[name] = None if not isinstance(value, Mapping) else {str(k): _number(v) for k, v in sorted(value.items())}
+        out["now_seconds"] = _number(self.now_seconds)
         out["missing_why"] = {str(k): str(v) for k, v in sorted((self.missing_why or {}).items())}
         return out
 
@@ -163,7 +168,8 @@ class Evidence:
                 kwargs[name] = {str(k): v for k, v in ((k, _number(v)) for k, v in value.items()) if v is not None}
             elif value is not None:
                 unreadable(name, value)
-        return cls(**kwargs, missing_why=why)
+        now_seconds = _number(raw.get("now_seconds"))
+        return cls(**kwargs, now_seconds=now_seconds if now_seconds and now_seconds > 0 else None, missing_why=why)
 
 
 def _two(value: Any) -> tuple[Any, Any]:

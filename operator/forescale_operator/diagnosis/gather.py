@@ -10,7 +10,7 @@ pod's series carry:
 | queue_depth | `forescale_queue_depth` (sum over pods) |
 | batch_size_mean | `forescale_batch_size` histogram, sum / count |
 | queue_wait_ms ... postprocess_ms | `forescale_request_duration_seconds{stage}` histogram, sum / count |
-| compute_per_item_ms | compute_ms / batch_size_mean (the compute stage is the whole batch's) |
+| compute_per_item_ms | `forescale_device_busy_seconds_total` / `forescale_batch_size_sum`: device time per item computed (cache hits, which never reach the device, do not dilute it) |
 | pod_p99_ms | the same histogram's `stage="total"` buckets, `by (pod)` |
 | result_cache_hit_ratio | `forescale_cache_hits_total`, `forescale_cache_misses_total` |
 | kv_used_ratio | `forescale_kv_blocks_used` / (used + `forescale_kv_blocks_free`), fullest pod |
@@ -25,7 +25,7 @@ is missing, with that reason. Restarts, OOM kills and the revision come from
 the Kubernetes API, not Prometheus: the caller reads them and passes an
 async `facts` callable returning `KubeFacts`.
 
-"Now" is the last `now_seconds` (60) before the instant diagnosed; "before"
+"Now" is the last `now_seconds` (30) before the instant diagnosed; "before"
 is the `before_seconds` (600) ending where "now" starts. The instant is
 `ago_seconds` before the query runs (0: now), reached with PromQL `offset`.
 Every query runs at once, each bounded by `timeout_s`: a query that fails,
@@ -78,7 +78,10 @@ class KubeFacts:
 class Windows:
     """The two windows compared, in whole seconds."""
 
-    now_seconds: int = 60
+    #: the engine's own metric window (readings/prometheus.py DEFAULT_WINDOW): the diagnosis reads the same 30 s
+    #: that started the playbook, which starts 2-3 ticks after the symptom. A minute would be half healthy
+    #: traffic at the playbook's start, and would dilute a 2.5x slowdown under the degraded-pods threshold.
+    now_seconds: int = 30
     #: the issue's "10 minutes before"
     before_seconds: int = 600
     #: how long before the query the instant diagnosed lies (0: now)
@@ -101,6 +104,10 @@ PAIR_QUERIES: dict[str, str] = {
     "preprocess_ms": Template(_STAGE_MEAN).safe_substitute(stage="preprocess"),
     "compute_ms": Template(_STAGE_MEAN).safe_substitute(stage="compute"),
     "postprocess_ms": Template(_STAGE_MEAN).safe_substitute(stage="postprocess"),
+    # Device time per item that reached the device. Not compute_ms / batch_size_mean: the compute stage is
+    # recorded per request, cache hits with 0, so a falling hit ratio would read as a slower device.
+    "compute_per_item_ms": ("1000 * sum(rate(forescale_device_busy_seconds_total{$sel}[$range]$offset))"
+                            " / sum(rate(forescale_batch_size_sum{$sel}[$range]$offset))"),
     # A hit counter has no series before its first hit: absent hits are 0 hits.
     "result_cache_hit_ratio": ("(sum(rate(forescale_cache_hits_total{$sel}[$range]$offset)) or vector(0))"
                                " / ((sum(rate(forescale_cache_hits_total{$sel}[$range]$offset)) or vector(0))"
@@ -187,13 +194,6 @@ async def gather_evidence(prom: PromQuery, namespace: str, deployment: str, *, p
         kwargs[name] = got.get(f"{name}.now")
         if kwargs[name] is None:
             why[name] = why.pop(f"{name}.now", "no series")
-    for side in ("now", "before"):
-        compute, batch = got.get(f"compute_ms.{side}"), got.get(f"batch_size_mean.{side}")
-        got[f"compute_per_item_ms.{side}"] = compute / batch if compute is not None and batch else None
-    kwargs["compute_per_item_ms"] = _pair("compute_per_item_ms", got["compute_per_item_ms.now"],
-                                          got["compute_per_item_ms.before"], why,
-                                          reason="needs compute_ms and batch_size_mean")
-
     pods, problem = answers[keys.index("pod_p99_ms.now")]
     pods = {str(k): v for k, v in ((k, _reading(v)) for k, v in (pods or {}).items())} if isinstance(pods, dict) else {}
     pods = {k: v for k, v in pods.items() if v is not None}
@@ -215,7 +215,7 @@ async def gather_evidence(prom: PromQuery, namespace: str, deployment: str, *, p
         else:
             for name in _FACT_FIELDS:
                 why[name] = problem or f"facts were not KubeFacts: {type(value).__name__}"
-    return Evidence(**kwargs, missing_why=why)  # type: ignore[arg-type]
+    return Evidence(**kwargs, now_seconds=float(windows.now_seconds), missing_why=why)  # type: ignore[arg-type]
 
 
 async def _bounded(call: Callable[[], Awaitable], timeout_s: float) -> tuple[object, str | None]:
@@ -235,15 +235,10 @@ def _reading(value: object) -> float | None:
     return value if math.isfinite(value) and value >= 0 else None
 
 
-def _pair(name: str, now: float | None, before: float | None, why: dict[str, str],
-          reason: str | None = None) -> tuple[float | None, float | None] | None:
-    """The pair, None when both sides are missing; a derived field's reason is recorded as the field's."""
+def _pair(name: str, now: float | None, before: float | None, why: dict[str, str]) -> tuple[float | None, float | None] | None:
+    """The pair, None when both sides are missing (the reason recorded under the field's name)."""
     if now is None and before is None:
-        why[name] = reason or why.pop(f"{name}.now", None) or why.get(f"{name}.before", "no series")
+        why[name] = why.pop(f"{name}.now", None) or why.get(f"{name}.before", "no series")
         why.pop(f"{name}.before", None)
         return None
-    if reason is not None:
-        for side, value in (("now", now), ("before", before)):
-            if value is None:
-                why[f"{name}.{side}"] = reason
     return now, before

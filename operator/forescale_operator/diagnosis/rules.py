@@ -276,6 +276,14 @@ def _pct(value: float) -> str:
     return f"{value * 100:.0f}%"
 
 
+def _window(ev: Evidence) -> str:
+    """The "now" window as a message says it: `10 s`, `minute` (the default 60 s), or `window` when unknown."""
+    seconds = clean(getattr(ev, "now_seconds", None))
+    if not seconds:
+        return "window"
+    return "minute" if seconds == 60 else f"{fmt(seconds)} s"
+
+
 def _gib(value: float) -> str:
     return f"{value / 2**30:.1f} GiB"
 
@@ -382,7 +390,7 @@ def check_memory_pressure(ev: Evidence) -> Finding:
               _past(_growth(memory), GPU_MEMORY_GROWTH_MIN) if grown else 0.0]
     parts = [f"{fmt(ooms)} container(s) OOMKilled" if ooms is not None else "",
              f"{fmt(restarts)} restart(s)" if restarts is not None else "",
-             f"{fmt(warnings)} out-of-memory warning(s) in the last minute" if warned else "",
+             f"{fmt(warnings)} out-of-memory warning(s) in the last {_window(ev)}" if warned else "",
              f"GPU memory {_gib(memory[0])} (was {_gib(memory[1])})" if memory else ""]
     return r.finding("memory-pressure", verdict, max(scores), parts)
 

@@ -23,7 +23,7 @@ HANG = object()
 #: what a healthy pool answers, by query key
 HEALTHY = {
     "rate_rps": 200.0, "error_ratio": 0.0, "queue_depth": 5.0, "batch_size_mean": 8.0,
-    "queue_wait_ms": 5.0, "preprocess_ms": 1.0, "compute_ms": 40.0, "postprocess_ms": 1.0,
+    "queue_wait_ms": 5.0, "preprocess_ms": 1.0, "compute_ms": 40.0, "postprocess_ms": 1.0, "compute_per_item_ms": 5.0,
     "result_cache_hit_ratio": 0.8, "kv_used_ratio": 0.9, "gpu_memory_bytes": 1e10,
     "kv_fragmentation_ratio": 0.05, "gpu_utilisation_ratio": 0.6, "input_tokens_mean": 40.0, "output_tokens_mean": 20.0,
 }
@@ -122,11 +122,14 @@ async def test_both_sides_missing_leave_the_field_missing():
     assert evidence.kv_used_ratio is None and evidence.missing_why["kv_used_ratio"] == "no series"
 
 
-async def test_compute_per_item_is_missing_when_its_parts_are():
-    prom = FakeProm(_both(HEALTHY) | {"batch_size_mean.before": None})
+async def test_compute_per_item_is_device_time_per_item_computed_so_cache_hits_do_not_dilute_it():
+    text = queries("ml", "chat", "a")["compute_per_item_ms.now"]
+    assert "forescale_device_busy_seconds_total" in text and "forescale_batch_size_sum" in text
+    assert "stage=" not in text  # not the per-request compute stage, where a cache hit counts 0
+    prom = FakeProm(_both(HEALTHY) | {"compute_per_item_ms.before": None})
     evidence = await gather_evidence(prom, "ml", "chat")
     assert evidence.compute_per_item_ms == (5.0, None)
-    assert "batch_size_mean" in evidence.missing_why["compute_per_item_ms.before"]
+    assert evidence.missing_why["compute_per_item_ms.before"] == "no series"
 
 
 async def test_prometheus_down_gives_no_evidence_and_an_unknown_diagnosis_in_bounded_time():
@@ -190,8 +193,8 @@ async def test_the_facts_reader_says_why_a_fact_is_missing():
 
 def test_windows_reach_back_with_offsets():
     now = queries("ml", "chat", "a", Windows())
-    assert "[60s])" in now["rate_rps.now"] and "offset" not in now["rate_rps.now"]
-    assert "[600s] offset 60s)" in now["rate_rps.before"]
+    assert "[30s])" in now["rate_rps.now"] and "offset" not in now["rate_rps.now"]
+    assert "[600s] offset 30s)" in now["rate_rps.before"]
     later = queries("ml", "chat", "a", Windows(now_seconds=30, before_seconds=300, ago_seconds=120))
     assert "[30s] offset 120s)" in later["rate_rps.now"]
     assert "[300s] offset 150s)" in later["rate_rps.before"]
@@ -274,6 +277,8 @@ def _series() -> list[dict]:
 #: what pool a of that scene reads, per field
 SCENE = {"rate_rps": 200.0, "error_ratio": 0.0, "queue_depth": 5.0, "batch_size_mean": 8.0, "queue_wait_ms": 5.0,
          "preprocess_ms": 1.0, "compute_ms": 40.0, "postprocess_ms": 1.0, "result_cache_hit_ratio": 0.8,
+         # device-busy seconds over items batched: (0.6 + 0.9) s/s over 2 x 1200 items per 15 s
+         "compute_per_item_ms": 9.375,
          "kv_used_ratio": 0.9, "gpu_memory_bytes": 1.2e10, "kv_fragmentation_ratio": 0.09,
          "gpu_utilisation_ratio": 0.75, "input_tokens_mean": 40.0, "output_tokens_mean": 20.0}
 #: what the "now"-only queries read at 18m, as a range: increase() extrapolates the warnings it sees in the
@@ -285,7 +290,7 @@ def test_promtool_evaluates_every_query_on_server_shaped_series(tmp_path):
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool is not installed (run `make system-deps`: Debian's prometheus package)")
-    texts = queries("ml", "chat", "a")
+    texts = queries("ml", "chat", "a", Windows(now_seconds=60))  # a minute: four of the scene's 15 s scrapes
     checks = []
     for key, text in texts.items():
         name = key.split(".")[0]

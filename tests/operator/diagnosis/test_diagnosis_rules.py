@@ -117,8 +117,10 @@ EDGE_CASES = [
     ("memory-pressure", replace(CONTROL, oom_killed_containers=None, restarted_containers=None,
                                 gpu_memory_bytes=(14.0 * 2**30, 10.0 * 2**30)), SUSPECTED, "GPU memory"),
     # the memory_pressure fault on an emulated pod: no container dies, allocations are refused
-    ("memory-pressure", replace(CONTROL, oom_killed_containers=None, restarted_containers=None, oom_warnings=3.0),
-     SUSPECTED, "3 out-of-memory warning(s) in the last minute"),
+    ("memory-pressure", replace(CONTROL, oom_killed_containers=None, restarted_containers=None, oom_warnings=3.0,
+                                now_seconds=60.0), SUSPECTED, "3 out-of-memory warning(s) in the last minute"),
+    ("memory-pressure", replace(CONTROL, oom_warnings=3.0, now_seconds=10.0), SUSPECTED, "warning(s) in the last 10 s"),
+    ("memory-pressure", replace(CONTROL, oom_warnings=3.0), SUSPECTED, "warning(s) in the last window"),
     ("memory-pressure", replace(CONTROL, oom_warnings=0.4), CLEAR, "0 container(s) OOMKilled"),
     ("memory-pressure", replace(CONTROL, oom_killed_containers=None, restarted_containers=None, oom_warnings=0.0),
      UNKNOWN, "missing oom_killed_containers, restarted_containers"),
