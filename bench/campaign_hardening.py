@@ -1,9 +1,11 @@
 """Hardening campaigns of issue 19, long form (`make bench`): the adversarial families of tests/campaigns
-with more examples (default 500 per property, child names and clock jumps a third and a quarter of that)
-and every hostile chart text for every string value.
+with more examples (default 500 per property, child names and clock jumps a third and a quarter of that,
+two-scope schedules a tenth) and every hostile chart text for every string value.
 
 Families: HTTP parser and request bodies, random resource names (collision and
-child repair), clock jumps, adversarial chart values, adversarial CLI files.
+child repair), clock jumps, two-scope operators (four scenarios of two real
+operator processes, and drawn in-process schedules of kills, stops, restarts
+and Lease faults), adversarial chart values, adversarial CLI files.
 Prints the cases tried per family; exits non-zero if any property failed.
 Usage: python -m bench.campaign_hardening [--examples N]
 """
@@ -17,7 +19,7 @@ import time
 from bench._campaign_common import run_pytest
 
 FILES = ["test_http_parser_fuzz.py", "test_child_names_campaign.py", "test_clock_jumps_campaign.py",
-         "test_hostile_chart_values.py", "test_hostile_cli_files.py"]
+         "test_two_scope_operators.py", "test_hostile_chart_values.py", "test_hostile_cli_files.py"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,5 @@
-"""Built-in kinds checked as kube-apiserver checks them: Deployments, Services and
-Events against the official OpenAPI schemas that the `kubernetes-validate`
+"""Built-in kinds checked as kube-apiserver checks them: Deployments, Services,
+Events and Leases against the official OpenAPI schemas that the `kubernetes-validate`
 package ships (strict: an unknown field is an error, as a typo in a field name
 would be dropped, unnoticed, by a real server). Without the package the check
 is skipped (`available()` says so)."""
@@ -9,8 +9,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Mapping
 
-#: the kinds the operator writes; others (Pods, Leases, ConfigMaps) pass unchecked
-CHECKED_KINDS = ("Deployment", "Service", "Event")
+#: the kinds the operator writes; others (Pods, ConfigMaps) pass unchecked
+CHECKED_KINDS = ("Deployment", "Service", "Event", "Lease")
 
 
 def available() -> bool:

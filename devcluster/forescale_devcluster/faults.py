@@ -55,6 +55,11 @@ class FaultPlan:
                     return fault.status
         return None
 
+    def clear(self) -> None:
+        """Drop every pending fault (between the examples of a campaign)."""
+        with self._lock:
+            self._faults.clear()
+
     def pending(self) -> int:
         with self._lock:
             return sum(f.remaining for f in self._faults)

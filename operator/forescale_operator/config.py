@@ -51,6 +51,11 @@ class Config:
     #: FORESCALE_DIAGNOSIS_BEFORE_SECONDS: the window before it that "now" is compared with (the issue's 10
     #: minutes); at least the "now" window, at most a day. The diagnosis campaign shortens both (bench/diagnosis.py)
     diagnosis_before_seconds: int = 600
+    #: FORESCALE_LEASE_SECONDS: leaseDurationSeconds of the per-namespace coordination Lease every operator takes
+    #: (leases.py): how long a crashed holder blocks the others. 0 turns coordination off (one operator only)
+    lease_seconds: int = 30
+    #: FORESCALE_LEASE_RENEW_SECONDS: how often the holder renews and the others retry; at most a third of the duration
+    lease_renew_seconds: float = 5.0
 
     @property
     def peering_priority(self) -> int:
@@ -76,6 +81,32 @@ def _port(env: Mapping[str, str], name: str, default: int) -> int:
     if not 1 <= port <= 65535:
         raise ConfigError(f"{name}: must be 1..65535, got {port}")
     return port
+
+
+def _lease(env: Mapping[str, str]) -> tuple[int, float]:
+    """FORESCALE_LEASE_SECONDS (0 or 1..3600, whole seconds: the Lease field is an integer) and
+    FORESCALE_LEASE_RENEW_SECONDS (0.1 .. a third of the duration, so the holder gets at least two tries
+    inside its renew deadline of two thirds)."""
+    raw = env.get("FORESCALE_LEASE_SECONDS", "").strip()
+    seconds = 30
+    if raw:
+        try:
+            seconds = int(raw)
+        except ValueError:
+            raise ConfigError(f"FORESCALE_LEASE_SECONDS: must be a whole number of seconds, got {raw!r}") from None
+        if not 0 <= seconds <= 3600:
+            raise ConfigError(f"FORESCALE_LEASE_SECONDS: must be 0 (off) or 1..3600, got {seconds}")
+    raw = env.get("FORESCALE_LEASE_RENEW_SECONDS", "").strip()
+    renew = min(5.0, seconds / 3) if seconds else 5.0
+    if raw:
+        try:
+            renew = float(raw)
+        except ValueError:
+            raise ConfigError(f"FORESCALE_LEASE_RENEW_SECONDS: must be a number, got {raw!r}") from None
+        if not 0.1 <= renew <= 1200 or (seconds and renew > seconds / 3):
+            raise ConfigError(f"FORESCALE_LEASE_RENEW_SECONDS: must be 0.1 .. a third of FORESCALE_LEASE_SECONDS "
+                              f"({seconds / 3:g}), got {renew:g}")
+    return seconds, renew
 
 
 def load_config(env: Mapping[str, str] | None = None) -> Config:
@@ -127,6 +158,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
 
     now_s = _seconds(env, "FORESCALE_DIAGNOSIS_NOW_SECONDS", 30, 10, 3600)
     before_s = _seconds(env, "FORESCALE_DIAGNOSIS_BEFORE_SECONDS", 600, now_s, 86400)
+    lease_seconds, lease_renew = _lease(env)
 
     metrics_port = _port(env, "FORESCALE_METRICS_PORT", 8080)
     health_port = _port(env, "FORESCALE_HEALTH_PORT", 8081)
@@ -136,7 +168,8 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     return Config(prometheus_url=url, namespaces=namespaces, log_level=level, admin_token_secret=secret,
                   metrics_port=metrics_port, health_port=health_port, peering=peering,
                   pod_name=env.get("POD_NAME", "").strip(), priority=priority, min_loop_seconds=min_loop,
-                  diagnosis_now_seconds=now_s, diagnosis_before_seconds=before_s)
+                  diagnosis_now_seconds=now_s, diagnosis_before_seconds=before_s,
+                  lease_seconds=lease_seconds, lease_renew_seconds=lease_renew)
 
 
 def _seconds(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:

@@ -3,6 +3,13 @@
 All kopf tuning lives in `configure()` (the one `@kopf.on.startup`). API
 errors worth retrying (409, 429, 5xx, an unreachable server) become
 `kopf.TemporaryError` with a delay (Retry-After when given): never a crash.
+
+Operators of different scopes (`-A` and `-n default`) share one coordination
+Lease per namespace (leases.py): the handlers act on a resource only while
+this operator holds the Lease of its namespace. `converge` is filtered out
+otherwise (so kopf stores no progress or diff-base for it either), and the
+loop stands by; the loop converges once when it takes the Lease over, since
+the changes made meanwhile were filtered out here.
 """
 
 from __future__ import annotations
@@ -29,12 +36,16 @@ from .handlers.release import release
 from .handlers.tick import TickContext, TickDeps, tick
 from .kube.errors import ApiError
 from .kube.http import Connection, HttpKubeApi
+from .kube.refs import INFERENCE_DEPLOYMENTS
+from .leases import LeaseTiming, NamespaceLeases, start_leases
 from .peering import prepare_peering
 
 GROUP, VERSION, PLURAL = "forescale.io", "v1alpha1", "inferencedeployments"
 FINALIZER = "forescale.io/finalizer"
 #: seconds before a non-retryable API error (403, 404) is tried again: permissions may be granted meanwhile
 SLOW_RETRY_SECONDS = 30.0
+#: seconds a deleted resource's namespace stays contended for: its delete handler's 20 tries, 2 s apart
+DELETION_GRACE_SECONDS = 60.0
 
 logger = logging.getLogger("forescale.operator")
 
@@ -122,24 +133,45 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.peering.mandatory = peered
     if peered:
         logger.info("Peering %r with priority %d.", config.peering, config.peering_priority)
+    # Across scopes (and installs), one Lease per namespace decides which operator acts there (leases.py).
+    timing = LeaseTiming(config.lease_seconds, config.lease_renew_seconds) if config.lease_seconds else None
+    try:
+        memo.leases = await start_leases(memo.api, memo.identity, timing)
+    except ApiError as exc:
+        # Acting uncoordinated is the defect the Lease exists for: stand by, and say why, until discovery answers.
+        logger.warning("Cannot check for the Lease API (%s); standing by until it answers.", exc)
+        memo.leases = NamespaceLeases(memo.api, memo.identity, timing or LeaseTiming())
+    memo.lease_task = asyncio.create_task(memo.leases.run()) if memo.leases is not None else None
 
 
 @kopf.on.cleanup()
 async def close(memo: kopf.Memo, **_: Any) -> None:
+    leases: NamespaceLeases | None = memo.get("leases")
+    if leases is not None:
+        # Release every Lease: the other operator takes over within one renewal period, not a whole duration.
+        await leases.close(memo.get("lease_task"))
     api = memo.get("api")
     if api is not None:
         await api.close()
 
 
-@kopf.on.resume(GROUP, VERSION, PLURAL, backoff=2)
-@kopf.on.create(GROUP, VERSION, PLURAL, backoff=2)
-@kopf.on.update(GROUP, VERSION, PLURAL, field="spec", backoff=2)
+def holds_lease(memo: kopf.Memo, namespace: str | None, **_: Any) -> bool:
+    """kopf filter: act only where this operator holds the namespace's Lease (always, without coordination)."""
+    leases: NamespaceLeases | None = memo.get("leases")
+    return leases is None or leases.holds(namespace or "")
+
+
+@kopf.on.resume(GROUP, VERSION, PLURAL, backoff=2, when=holds_lease)
+@kopf.on.create(GROUP, VERSION, PLURAL, backoff=2, when=holds_lease)
+@kopf.on.update(GROUP, VERSION, PLURAL, field="spec", backoff=2, when=holds_lease)
 async def converge(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **_: Any) -> None:
     """Create or converge the children (handlers/reconcile.py)."""
     raw = plain(body)
     with retrying():
         try:
-            summary = await reconcile(raw, _deps(memo, raw))
+            # The loop's converge after a takeover, a tick and this never act at once (no double events).
+            async with memo.loop.acting(Owner.from_body(raw)):
+                summary = await reconcile(raw, _deps(memo, raw))
         except ApiError:
             telemetry.RECONCILES.labels("retry").inc()
             raise
@@ -152,24 +184,94 @@ async def give_back(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **
     """Restore an adopted route to 100/0 (handlers/release.py); the children go with their owner references.
 
     Waits for a tick in flight (kopf signals the daemon to stop, but a tick already acting could otherwise
-    shift the weights after they were restored). After `retries` failed tries kopf lets the deletion go on."""
+    shift the weights after they were restored). After `retries` failed tries kopf lets the deletion go on.
+
+    Only the holder of the namespace's Lease gives back. Not filtered out like `converge`: every operator's
+    kopf shares the one finalizer, and one whose handlers were all done would remove it while the holder
+    still works. The other waits until the resource is gone (the holder gave back and kopf let it go), or
+    until it holds the Lease itself (the holder died), and then gives back."""
     raw = plain(body)
-    async with memo.loop.acting(Owner.from_body(raw)):
+    owner = Owner.from_body(raw)
+    leases: NamespaceLeases | None = memo.get("leases")
+    if leases is not None:
+        leases.want(owner.namespace)
+    try:
+        if leases is not None and not await _wait_for_lease(leases, memo.api, owner):
+            logger.info("released by the operator holding the Lease of namespace %s", owner.namespace)
+            return
+        async with memo.loop.acting(owner):
+            with retrying():
+                summary = await release(raw, _deps(memo, raw))
+        logger.info(summary)
+    finally:
+        if leases is not None:
+            leases.drop(owner.namespace)
+
+
+async def _wait_for_lease(leases: NamespaceLeases, api: HttpKubeApi, owner: Owner) -> bool:
+    """True once this operator holds the Lease of the owner's namespace; False once the resource is gone."""
+    while not leases.holds(owner.namespace):
         with retrying():
-            summary = await release(raw, _deps(memo, raw))
-    logger.info(summary)
+            if await api.get(INFERENCE_DEPLOYMENTS, owner.namespace, owner.name) is None:
+                return False
+        await asyncio.sleep(min(1.0, leases.timing.renew_s))
+    return True
 
 
 @kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=5, initial_delay=1)
 async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: logging.Logger, **_: Any) -> None:
-    """Tick every forecast.stepSeconds (re-read live from the spec) until the resource goes or the operator pauses."""
+    """Tick every forecast.stepSeconds (re-read live from the spec) until the resource goes or the operator pauses.
+
+    Only while this operator holds the Lease of the resource's namespace; otherwise it stands by, and on
+    taking the Lease (at start-up too) it converges once before its first tick."""
     config: Config = memo.config
-    # Spread the resources' ticks over the step: after a start or restart every
-    # daemon would otherwise tick in the same second, and stay bunched: one burst
-    # of API calls per step (1,000 resources: thousands of requests at once).
-    await stopped.wait(_phase(body, _step_seconds(plain(body), config)))
+    leases: NamespaceLeases | None = memo.get("leases")
+    namespace = str((body.get("metadata") or {}).get("namespace") or "")
+    if leases is not None:
+        leases.want(namespace)
+    try:
+        await _run_loop(body, memo, stopped, logger, config, leases, namespace)
+    finally:
+        deleted = bool(stopped.reason and stopped.reason & kopf.DaemonStoppingReason.RESOURCE_DELETED)
+        if leases is not None and deleted:
+            # Keep contending while the delete handler may still need the Lease (its 20 tries, 2 s apart).
+            leases.drop_later(namespace, DELETION_GRACE_SECONDS)
+        elif leases is not None:
+            leases.drop(namespace)
+    if deleted:
+        # Drop the deleted resource's binding, history, memory, forecasts and metric series (no dashboard
+        # ghosts); on a pause or an exit they are kept, the resource still exists.
+        memo.loop.forget(Owner.from_body(plain(body)))
+
+
+async def _run_loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: logging.Logger,
+                    config: Config, leases: NamespaceLeases | None, namespace: str) -> None:
+    acting = leases is None
+    spread = False
     due = time.monotonic()
     while not stopped:
+        if leases is not None and not leases.holds(namespace):
+            # Standing by: another operator holds the namespace's Lease (or none does yet). Nothing is written.
+            if acting:
+                logger.warning("Standing by: this operator no longer holds the Lease of namespace %s.", namespace)
+                acting = False
+            await stopped.wait(min(1.0, leases.timing.renew_s))
+            continue
+        if not acting:
+            # At once, as kopf's resume would: it was filtered out while the Lease was not held.
+            retry_in = await _converge_on_takeover(body, memo, logger)
+            if retry_in is not None:
+                await stopped.wait(retry_in)
+                continue
+            acting = True
+            due = time.monotonic()  # ticks resume from now, not from before the stand-by
+        if not spread:
+            # Spread the resources' ticks over the step: after a start or restart every
+            # daemon would otherwise tick in the same second, and stay bunched: one burst
+            # of API calls per step (1,000 resources: thousands of requests at once).
+            await stopped.wait(_phase(body, _step_seconds(plain(body), config)))
+            spread, due = True, time.monotonic()
+            continue
         started = time.monotonic()
         telemetry.TICK_LAG.observe(max(0.0, started - due))
         raw = plain(body)
@@ -200,10 +302,24 @@ async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, lo
         if behind > step:  # whole ticks were missed: skip them rather than run them back to back
             due += step * math.floor(behind / step)
         await stopped.wait(max(0.0, due - time.monotonic()))
-    if stopped.reason and stopped.reason & kopf.DaemonStoppingReason.RESOURCE_DELETED:
-        # Drop the deleted resource's binding, history, memory, forecasts and metric series (no dashboard
-        # ghosts); on a pause or an exit they are kept, the resource still exists.
-        memo.loop.forget(Owner.from_body(plain(body)))
+
+
+async def _converge_on_takeover(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger) -> float | None:
+    """Converge once after taking the Lease: kopf's handlers were filtered out while another operator (or none)
+    held it, so a spec change made meanwhile may not be applied yet. Returns None when done, else the seconds
+    to wait before retrying (as `retrying()` would have kopf wait)."""
+    raw = plain(body)
+    try:
+        async with memo.loop.acting(Owner.from_body(raw)):
+            summary = await reconcile(raw, _deps(memo, raw))
+    except ApiError as exc:
+        telemetry.RECONCILES.labels("retry").inc()
+        delay = exc.retry_after or (1.0 if exc.retryable else SLOW_RETRY_SECONDS)
+        logger.warning("Converging after taking the Lease failed, retrying in %gs: %s", delay, exc)
+        return delay
+    telemetry.RECONCILES.labels("invalid" if summary.startswith("invalid") else "ok").inc()
+    logger.info("Holding the Lease of namespace %s: %s", raw["metadata"].get("namespace"), summary)
+    return None
 
 
 def _phase(body: Mapping[str, Any], step: float) -> float:

@@ -38,15 +38,16 @@ class Knee:
 
 
 def find_knee(steps: list[StepStats], slo_ms: float) -> Knee:
-    """Walk the steps in order, skipping under-sampled steps and steps inside
-    a fault window, until one has p99 > SLO. The knee is the last step before
-    it (the highest offered rate under the SLO), reported at the rate it
-    *achieved*. Taking the last step rather than the largest achieved rate
-    keeps step-to-step noise in the achieved rate from inflating the knee."""
+    """Walk the steps in order, skipping under-sampled steps, steps inside a
+    fault window and breaches the repeat at the same rate did not confirm
+    (noise), until one has p99 > SLO. The knee is the last step before it (the
+    highest offered rate under the SLO), reported at the rate it *achieved*.
+    Taking the last step rather than the largest achieved rate keeps
+    step-to-step noise in the achieved rate from inflating the knee."""
     under: list[StepStats] = []
     crossed = False
     for step in steps:
-        if step.during_fault or step.p99_ms is None:
+        if step.during_fault or step.p99_ms is None or step.slo_unconfirmed:
             continue
         if step.p99_ms > slo_ms:
             crossed = True

@@ -37,7 +37,7 @@ def build_config(
     request_timeout: float, model: str, distinct_inputs: int, zipf: float, fault: list[str],
     degrade: list[str], kill_pid: Optional[int], fault_grace: float, degrade_window: float,
     window_min_samples: int, recovery_window: float = 5.0, warmup_seconds: float = 0.0, probe_seconds: float = 10.0,
-    input_scale: float = 1.0,
+    input_scale: float = 1.0, probe_warmup_seconds: float = 0.0, confirm_slo: bool = True,
 ) -> RunConfig:
     """Validate every option and build the run's config; raises StressError
     naming the first problem. No network access happens here."""
@@ -45,10 +45,11 @@ def build_config(
     _check_positive("--warmup-seconds", warmup_seconds, allow_zero=True)
     if start_rate is None:
         _check_positive("--probe-seconds", probe_seconds)
+        _check_positive("--probe-warmup-seconds", probe_warmup_seconds, allow_zero=True)
     # Without --start-rate the probe sets the first rate; 1 req/s stands in until then.
     ramp = Ramp(1.0 if start_rate is None else start_rate, step_percent, step_seconds, min_samples, max_step_seconds)
     ramp.validate()
-    before_ramp = warmup_seconds + (probe_seconds if start_rate is None else 0.0)
+    before_ramp = warmup_seconds + (probe_warmup_seconds + probe_seconds if start_rate is None else 0.0)
     bounds = Bounds(slo_ms, max_error_rate, max_rate, max_requests, max_seconds)
     bounds.validate(ramp)
     if arrivals not in ARRIVALS:
@@ -76,7 +77,8 @@ def build_config(
     load_stop = max_seconds - bounds.drain_seconds(request_timeout) - before_ramp
     if before_ramp > 0 and load_stop <= 0:
         raise StressError(f"--max-seconds {max_seconds:g} leaves no room for one step after the probe and the "
-                          f"{warmup_seconds:g}s warm-up (and the drain); raise --max-seconds or lower --warmup-seconds")
+                          f"{warmup_seconds:g}s warm-up (and the drain); raise --max-seconds or lower --warmup-seconds "
+                          f"(or --probe-warmup-seconds)")
     # One second is left for the admin call itself.
     for spec in faults:
         if spec.end + recovery_window + 1 > load_stop:
@@ -96,6 +98,7 @@ def build_config(
         degradations=degradations, fault_grace_s=fault_grace, degrade_window_s=degrade_window,
         window_min_samples=window_min_samples, recovery_window_s=recovery_window,
         warmup_s=warmup_seconds, probe_s=probe_seconds if start_rate is None else 0.0,
+        probe_warmup_s=probe_warmup_seconds if start_rate is None else 0.0, confirm_slo=confirm_slo,
     )
 
 
@@ -137,9 +140,11 @@ def stress(
     url: str = typer.Option(..., "--url", help="The OpenAI-compatible endpoint: http://host:port, or its "
                                                         "/v1/embeddings or /v1/completions URL."),
     start_rate: Optional[float] = typer.Option(None, help="Offered rate of the first step, requests/s "
-                                               "(default: half the serial rate a short probe measures)."),
-    probe_seconds: float = typer.Option(10.0, help="Length of the probe that sets the first rate without --start-rate "
-                                        "(its first half is the server's cold path and is not counted)."),
+                                               "(default: a quarter of the throughput a short probe measures, once warm)."),
+    probe_seconds: float = typer.Option(10.0, help="Length of the probe that sets the first rate without --start-rate: "
+                                        "a quarter of the throughput it counts with 8 requests in flight."),
+    probe_warmup_seconds: float = typer.Option(10.0, help="The probe's own load before it counts, not counted "
+                                               "(the server's cold path; a cold server reads too slow)."),
     warmup_seconds: float = typer.Option(30.0, help="Load at the first rate before the ramp, not counted "
                                          "(the server's cold path); the ramp's clock and fault times start after it."),
     step_percent: float = typer.Option(10.0, help="Rate increase per step, % of the previous step (0 holds)."),
@@ -147,6 +152,10 @@ def stress(
     min_samples: int = typer.Option(100, help="Requests a step needs for its percentiles; short steps are extended."),
     max_step_seconds: Optional[float] = typer.Option(None, help="Longest extended step (default 3 x step-seconds)."),
     slo_ms: float = typer.Option(200.0, help="A p99 over this ends the ramp; the knee is the highest rate under it."),
+    confirm_slo: bool = typer.Option(True, "--confirm-slo/--no-confirm-slo",
+                                     help="Repeat a step whose p99 is over the SLO once at the same rate, and end "
+                                          "the ramp only if the repeat is over it too (a shared machine's stall is "
+                                          "not the knee)."),
     max_error_rate: float = typer.Option(0.05, help="Failed fraction of a step's requests that ends the ramp."),
     max_rate: Optional[float] = typer.Option(None, help="Stop before a step would offer more than this."),
     max_requests: Optional[int] = typer.Option(None, help="Stop after sending this many requests."),
@@ -188,6 +197,7 @@ def stress(
             fault=fault, degrade=degrade, kill_pid=kill_pid, fault_grace=fault_grace,
             degrade_window=degrade_window, window_min_samples=window_min_samples, recovery_window=recovery_window,
             warmup_seconds=warmup_seconds, probe_seconds=probe_seconds, input_scale=input_scale,
+            probe_warmup_seconds=probe_warmup_seconds, confirm_slo=confirm_slo,
         )
         token = None
         if needs_admin(config.faults, config.degradations):

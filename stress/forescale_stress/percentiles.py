@@ -45,6 +45,8 @@ class StepWindow:
     end: float
     cpu_seconds: float
     exempt: bool = False  # overlaps a fault window: not used for the knee or stops
+    #: its p99 was over the SLO but the same rate, repeated at once, was under it: noise, not the knee
+    slo_unconfirmed: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,8 @@ class StepStats:
     start: float
     generator_cpu_seconds: float
     generator_lag_p99_ms: float | None
+    #: over the SLO, but not confirmed by the repeat at the same rate: left out of the knee and the slope
+    slo_unconfirmed: bool = False
 
     def as_json(self) -> dict:
         def r(x: float | None, nd: int = 2) -> float | None:
@@ -84,6 +88,7 @@ class StepStats:
             "errors": self.errors,
             "under_sampled": self.under_sampled,
             "during_fault": self.during_fault,
+            "slo_unconfirmed": self.slo_unconfirmed,
             "start_s": r(self.start, 3),
             "seconds": r(self.seconds, 3),
             "generator_cpu_seconds": r(self.generator_cpu_seconds, 3),
@@ -126,4 +131,5 @@ def summarize_step(window: StepWindow, table: SampleTable, min_samples: int) -> 
         start=window.start,
         generator_cpu_seconds=window.cpu_seconds,
         generator_lag_p99_ms=nearest_rank(table.lag_ms[mine], 0.99) if sent else None,
+        slo_unconfirmed=window.slo_unconfirmed,
     )

@@ -85,10 +85,13 @@ def build_report(result: RunResult) -> dict:
         "slo_ms": cfg.bounds.slo_ms,
         "start_rate": cfg.ramp.start_rate,
         "start_rate_from": "probe" if cfg.probe_s > 0 else "--start-rate",
+        "probe_rps": _r(result.probe_rps, 2),
+        "probe_warmup_seconds": cfg.probe_warmup_s if cfg.probe_s > 0 else None,
         "warmup_seconds": cfg.warmup_s,
         "warmup_requests": result.warmup_requests,
         "before_ramp_seconds": _r(result.before_ramp_seconds, 3),
         "step_percent": cfg.ramp.step_percent,
+        "confirm_slo": cfg.confirm_slo,
         "min_samples": cfg.ramp.min_samples,
         "steps": [s.as_json() for s in steps],
         "slope_ms_per_rps": _r(slope, 4),
@@ -137,12 +140,18 @@ def render(report: dict, console: Console) -> None:
             notes.append("under-sampled")
         if s["during_fault"]:
             notes.append("fault window")
+        if s["slo_unconfirmed"]:
+            notes.append("over the SLO, not confirmed: noise")
         if i == report["knee_step"]:
             notes.append("knee")
         steps.add_row(str(i), _fmt(s["rate"]), _fmt(s["achieved_rate"]), str(s["samples"]), str(s["errors"]),
                       _fmt(s["p50_ms"]), _fmt(s["p99_ms"]), _fmt(s["p999_ms"]),
                       _fmt(s["generator_cpu_seconds"], 2), ", ".join(notes))
     console.print(steps)
+    if report["start_rate_from"] == "probe":
+        console.print(f"start: {report['start_rate']:g} rps, a quarter of the {_fmt(report['probe_rps'])} rps a "
+                      f"{report['probe_warmup_seconds']:g} s-warmed probe got through; then "
+                      f"{report['warmup_seconds']:g} s of warm-up at that rate, not counted")
     knee = report["knee_rps"]
     knee_text = "-" if knee is None else f"{knee:.1f} rps achieved (offered {report['knee_offered_rps']:.1f})"
     if knee is not None and not report["knee_crossed_slo"]:

@@ -22,6 +22,7 @@ from forescale_stress.percentiles import StepWindow
 from forescale_stress.samples import Sample
 from forescale_stress.schedule import (
     STOP_INTERRUPTED,
+    STOP_SLO,
     STOP_MAX_RATE,
     STOP_MAX_REQUESTS,
     STOP_MAX_SECONDS,
@@ -68,6 +69,10 @@ class RunConfig:
     #: > 0: the first step's rate comes from a probe this long (`warmup.probe`),
     #: not from `ramp.start_rate`
     probe_s: float = 0.0
+    #: seconds of the probe's closed-loop load before it counts (the server's cold path)
+    probe_warmup_s: float = 0.0
+    #: a step over the SLO ends the ramp only when the same rate, repeated at once, is over it too
+    confirm_slo: bool = False
 
 
 @dataclass
@@ -109,6 +114,8 @@ class RunResult:
     #: seconds the probe and the warm-up took before the ramp (its clock starts after them)
     before_ramp_seconds: float = 0.0
     warmup_requests: int = 0
+    #: successful answers per second the probe counted (None without a probe)
+    probe_rps: float | None = None
 
 
 def exempt_step(start: float, end: float, faults: tuple[FaultSpec, ...], grace: float) -> bool:
@@ -155,8 +162,11 @@ class Runner:
         connector = aiohttp.TCPConnector(limit=cfg.connections, limit_per_host=cfg.connections)
         timeout = aiohttp.ClientTimeout(total=cfg.timeout_s)
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+            probe_rps = None
             if cfg.probe_s > 0:
-                answered, took = await probe(session, cfg.target.url, picker.next, cfg.probe_s)
+                answered, took = await probe(session, cfg.target.url, picker.next, cfg.probe_s,
+                                             warmup_seconds=cfg.probe_warmup_s)
+                probe_rps = answered / took
                 cfg = replace(cfg, ramp=replace(cfg.ramp, start_rate=start_rate_from_probe(answered, took)))
                 self.config, self._rate = cfg, cfg.ramp.start_rate
             warmed = 0
@@ -188,6 +198,7 @@ class Runner:
             config=cfg, windows=windows, samples=gen.samples, faults=faults, degradations=degradations,
             stopped_because=stopped, load_end=load_end, wall_seconds=clock(),
             cpu_seconds=time.process_time() - cpu_start, before_ramp_seconds=before_ramp, warmup_requests=warmed,
+            probe_rps=probe_rps,
         )
 
     async def _ramp(self, gen: LoadGenerator, clock, load_deadline: float) -> tuple[list[StepWindow], str]:
@@ -195,6 +206,7 @@ class Runner:
         rng = random.Random(cfg.seed)
         windows: list[StepWindow] = []
         index = level = 0
+        confirming = False  # this step repeats the rate of a step that went over the SLO
         while True:
             rate = cfg.ramp.rate(level)
             if cfg.bounds.over_max_rate(rate):
@@ -216,8 +228,18 @@ class Runner:
                 return windows, reason
             p99, error_rate = gen.step_check(index, cfg.ramp.min_samples)
             reason = step_stop_reason(p99, error_rate, cfg.bounds, exempt)
+            if reason == STOP_SLO and cfg.confirm_slo and not confirming:
+                # One step over the SLO on a shared machine may be a stall of the machine, not the
+                # server's knee: repeat the rate once, and stop only if the repeat is over it too.
+                confirming = True
+                index += 1
+                continue
             if reason is not None:
                 return windows, reason
+            if confirming:
+                # The repeat was under the SLO: the breach before it was noise, not the knee.
+                windows[-2] = replace(windows[-2], slo_unconfirmed=True)
+                confirming = False
             # The ramp holds its rate through fault and degradation windows, so
             # "before" and "after" are measured at the same offered rate.
             if not holds_rate(start, end, cfg.faults, cfg.degradations, cfg.fault_grace_s, cfg.degrade_window_s):

@@ -19,6 +19,10 @@ healthy answers come from `latency_ms` / `rate`; `mode` switches to a fault:
 
 `stop()` closes the listening socket (connection refused: Prometheus down);
 `start()` opens it again on the same port.
+
+The operator's grouped queries (`sum by (namespace, deployment[, pool])`, what a
+real operator process sends for the operator-wide Prometheus URL) get one series
+per resource in `resources` (and per pool), labelled as Prometheus would.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ class FakePrometheus:
         self.rate = 40.0
         self.slow_seconds = 1.0
         self.queries: list[str] = []
+        #: (namespace, deployment) of the resources the grouped queries answer for
+        self.resources: list[tuple[str, str]] = [("default", "chat")]
         self.port = 0
         self._server: ThreadingHTTPServer | None = None
 
@@ -85,16 +91,28 @@ class FakePrometheus:
             self._server.server_close()
             self._server = None
 
-    def value_for(self, query: str) -> float:
+    def value_for(self, query: str, pool: str | None = None) -> float:
+        pool_b = pool == "b" or (pool is None and 'pool="b"' in query)
         if "histogram_quantile" in query:
-            return self.latency_ms if 'pool="b"' not in query else 30.0
+            return self.latency_ms if not pool_b else 30.0
         if "code=~" in query:
             return 0.0
         if "queue_depth" in query:
             return 0.0
         if "quality_agreement" in query:
             return 0.99
-        return self.rate if 'pool="b"' not in query else 0.0
+        return self.rate if not pool_b else 0.0
+
+    def _grouped(self, query: str, now: float) -> list[dict] | None:
+        """The answer to a grouped query, or None for a per-resource one."""
+        if "by (namespace, deployment, pool" in query:
+            return [{"metric": {"namespace": ns, "deployment": name, "pool": pool},
+                     "value": [now, repr(self.value_for(query, pool))]}
+                    for ns, name in self.resources for pool in ("a", "b")]
+        if "by (namespace, deployment" in query:
+            return [{"metric": {"namespace": ns, "deployment": name}, "value": [now, repr(self.value_for(query, "a"))]}
+                    for ns, name in self.resources]
+        return None
 
     def answer(self, query: str) -> tuple[int, bytes, str]:
         mode = self.mode
@@ -107,8 +125,11 @@ class FakePrometheus:
         if mode == "http-500":
             return 500, json.dumps({"status": "error", "errorType": "internal", "error": "query failed"}).encode(), "application/json"
         labels = {"pool": "a", "precision": "fp16"}
-        if mode == "empty":
-            result: object = []
+        grouped = self._grouped(query, now) if mode == "ok" else None
+        if grouped is not None:
+            result: object = grouped
+        elif mode == "empty":
+            result = []
         elif mode == "wrong-shape":
             result = {"metric": labels, "value": [now, "1"]}
         elif mode == "two-series":

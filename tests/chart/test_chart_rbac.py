@@ -18,6 +18,7 @@ from rbac_rules import ApiCall, denied_calls, load_grants, rbac_allows, unused_p
 
 SA_NAME = "forescale"  # release "forescale": the full name is the release name
 ADMIN_SECRET = "forescale-admin"
+LEASE = "forescale-operator"  # forescale_operator.leases.LEASE_NAME
 WATCHED = ["ml", "ml-staging"]
 
 #: (group, resource, verbs, why): every permission the operator's code uses, with the code path.
@@ -40,6 +41,8 @@ OPERATOR_NEEDS = [
     ("", "pods", ["list", "delete"],
      "forecast_loop/pods.py: ready pods of a pool, for admin calls; diagnosis/remedy.py: one bad pod, once per incident"),
     ("", "secrets", ["get"], "admin token, by name"),
+    ("coordination.k8s.io", "leases", ["get", "create", "update"],
+     "leases.py: the per-namespace Lease every operator scope takes (read, create, renew or take over)"),
 ]
 CLUSTER_NEEDS = [
     ("apiextensions.k8s.io", "customresourcedefinitions", ["list", "watch"], "kopf's scanning"),
@@ -60,7 +63,8 @@ def _calls(needs, namespaces: list[str | None]) -> list[ApiCall]:
         scopes = [None] if resource in CLUSTER_SCOPED else namespaces
         for ns in scopes:
             for verb in verbs:
-                name = None if verb in ("list", "watch", "create") else (ADMIN_SECRET if resource == "secrets" else "x")
+                named = {"secrets": ADMIN_SECRET, "leases": LEASE}.get(resource, "x")
+                name = None if verb in ("list", "watch", "create") else named
                 calls.append(ApiCall(verb, group, resource, sub, ns, name))
     return calls
 
@@ -118,6 +122,12 @@ NEVER = [
     ApiCall("list", "", "nodes"),
     ApiCall("get", "", "namespaces", name="ml"),
     ApiCall("delete", "kopf.dev", "clusterkopfpeerings", name="forescale"),
+    # Only the operator's own Lease, by name: taking over another controller's leader election is never possible.
+    ApiCall("update", "coordination.k8s.io", "leases", namespace="kube-system", name="kube-controller-manager"),
+    ApiCall("get", "coordination.k8s.io", "leases", namespace="ml", name="other-operator"),
+    ApiCall("delete", "coordination.k8s.io", "leases", namespace="ml", name=LEASE),
+    ApiCall("patch", "coordination.k8s.io", "leases", namespace="ml", name=LEASE),
+    ApiCall("list", "coordination.k8s.io", "leases", namespace="ml"),
 ]
 
 
@@ -133,6 +143,7 @@ def test_forbidden_calls_are_denied(mode, call):
         ApiCall("get", "apps", "deployments", namespace="other", name="x"),
         ApiCall("watch", "forescale.io", "inferencedeployments"),  # across all namespaces
         ApiCall("patch", "kopf.dev", "clusterkopfpeerings", name="forescale"),
+        ApiCall("update", "coordination.k8s.io", "leases", namespace="other", name=LEASE),
     ],
 )
 def test_namespaced_mode_stays_in_its_namespaces(call):

@@ -57,6 +57,8 @@ def test_every_call_the_operator_makes_is_allowed(runs, mode):
     # The run must have done real work, or an empty log would pass.
     assert {("apps", "deployments", "create"), ("forescale.io", "inferencedeployments/status", "patch"),
             ("forescale.io", "inferencedeployments", "watch")} <= used
+    # The coordination Lease: created when it takes it, updated when it renews or (at exit) releases it.
+    assert {("coordination.k8s.io", "leases", "create"), ("coordination.k8s.io", "leases", "update")} <= used
     if MODES[mode][2] == "incident":
         assert {("", "configmaps", "create"), ("", "secrets", "get"), ("", "pods", "list"),
                 ("gateway.networking.k8s.io", "httproutes", "patch")} <= used, "the playbook did not run"

@@ -106,6 +106,30 @@ def test_replace_with_a_stale_resource_version_answers_409(http):
     assert response.status_code == 409 and response.json()["reason"] == "Conflict"
 
 
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+
+
+def test_leases_are_created_read_and_updated_with_resource_version_conflicts(http):
+    """What leader election needs (forescale_operator.leases): create once, read, update only from the
+    version read: the second of two writers of the same version gets a 409, and neither change is lost silently."""
+    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "forescale-operator"},
+            "spec": {"holderIdentity": "op-a", "leaseDurationSeconds": 30,
+                     "renewTime": "2026-01-01T00:00:00.000000Z", "leaseTransitions": 0}}
+    created = http.post(LEASES, json=body)
+    assert created.status_code == 201
+    assert http.post(LEASES, json=body).json()["reason"] == "AlreadyExists"
+    read = http.get(f"{LEASES}/forescale-operator").json()
+    assert read["spec"]["holderIdentity"] == "op-a"
+    first = {**read, "spec": {**read["spec"], "holderIdentity": "op-b", "leaseTransitions": 1}}
+    second = {**read, "spec": {**read["spec"], "holderIdentity": "op-c", "leaseTransitions": 1}}
+    won = http.put(f"{LEASES}/forescale-operator", json=first)
+    assert won.status_code == 200
+    assert int(won.json()["metadata"]["resourceVersion"]) > int(read["metadata"]["resourceVersion"])
+    lost = http.put(f"{LEASES}/forescale-operator", json=second)
+    assert lost.status_code == 409 and lost.json()["reason"] == "Conflict"
+    assert http.get(f"{LEASES}/forescale-operator").json()["spec"]["holderIdentity"] == "op-b"
+
+
 def test_json_patch_and_scale_subresource(http):
     http.post(DEPLOYMENTS, json=deployment("a"))
     patched = http.patch(f"{DEPLOYMENTS}/a", json=[{"op": "replace", "path": "/spec/replicas", "value": 4}],

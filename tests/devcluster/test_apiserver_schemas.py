@@ -20,6 +20,7 @@ VIRTUAL_SERVICES = "/apis/networking.istio.io/v1/namespaces/default/virtualservi
 SERVICES = "/api/v1/namespaces/default/services"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 EVENTS = "/api/v1/namespaces/default/events"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 TEMPLATE = {"spec": {"containers": [{"name": "s", "image": "i"}]}}
 
 pytestmark = pytest.mark.skipif(set(route_schemas()) != {"httproutes", "virtualservices"},
@@ -67,6 +68,12 @@ REFUSED = [
     ("Deployment without a selector", DEPLOYMENTS,
      {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "chat-a"},
       "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}}, "'selector' is a required property"),
+    ("Lease with a duration as text", LEASES,
+     {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "forescale-operator"},
+      "spec": {"holderIdentity": "op-a", "leaseDurationSeconds": "30s"}}, "spec.leaseDurationSeconds:"),
+    ("Lease with a misspelt field", LEASES,
+     {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "forescale-operator"},
+      "spec": {"holder": "op-a"}}, "holder"),
     ("Event with a misspelt field", EVENTS,
      {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e1"}, "reason": "R", "mesage": "typo",
       "involvedObject": {"kind": "InferenceDeployment", "name": "chat"}}, "mesage"),

@@ -1,5 +1,6 @@
 """Preview with targetRefs, through the real operator (kopf over HTTP): from create to delete, the API
-server's request log shows no write but to the resource itself, its events and kopf's peering object.
+server's request log shows no write but to the resource itself, its events, kopf's peering object and the
+namespace's coordination Lease.
 
 A stand-in Prometheus reports the service in trouble (p99 900 ms at 100 req/s against a 200 ms SLO), so
 the loop has something to say: the events tell what Auto would do to the Deployment that runs now.
@@ -20,7 +21,8 @@ from chart_fake_prometheus import start_fake_prometheus  # noqa: E402
 ADOPT = Path(__file__).resolve().parents[2] / "crds" / "examples" / "adopt.yaml"
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
 #: what Preview may write: the resource (kopf's finalizer and annotations, status), its events, kopf's peering
-OWN = {"inferencedeployments", "events", "clusterkopfpeerings"}
+#: and the namespace's coordination Lease (forescale_operator.leases)
+OWN = {"inferencedeployments", "events", "clusterkopfpeerings", "leases"}
 
 
 def test_preview_writes_nothing_of_the_users_from_create_to_delete(cluster, start_operator):

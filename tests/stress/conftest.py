@@ -49,10 +49,12 @@ class Server:
 
 
 def start_fake_server(tmp: Path, *, token: str | None = None, faults: bool = False, service_ms: float = 2.0,
-                      workers: int = 4) -> Server:
-    """Start `fake_server.py` on a free port and wait until it listens."""
+                      workers: int = 4, cold_seconds: float = 0.0, cold_factor: float = 1.0) -> Server:
+    """Start `fake_server.py` on a free port and wait until it listens (cold for `cold_seconds` after its
+    first request: service time x `cold_factor`)."""
     args = [sys.executable, str(HERE / "fake_server.py"), "--port", "0", "--service-ms", str(service_ms),
-            "--workers", str(workers), "--log-file", str(tmp / "admin.log")]
+            "--workers", str(workers), "--log-file", str(tmp / "admin.log"),
+            "--cold-seconds", str(cold_seconds), "--cold-factor", str(cold_factor)]
     token_file = None
     if token:
         token_file = tmp / "token"

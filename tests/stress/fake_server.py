@@ -33,10 +33,17 @@ class State:
         self.calls: list[tuple[str, dict]] = []
         self.flaky = 0
         self.log_file: str | None = None
+        #: a cold start: service time x cold_factor for cold_seconds after the first request
+        self.cold_seconds, self.cold_factor = 0.0, 1.0
+        self.first_request: float | None = None
 
     def cost_ms(self, key: str) -> float:
         now = time.monotonic()
         ms = self.service_ms * self.precision_factor
+        if self.first_request is None:
+            self.first_request = now
+        if now < self.first_request + self.cold_seconds:
+            ms *= self.cold_factor
         if key in self.cache:
             ms *= 0.1  # a cache hit skips most of the compute
         if now < self.slow_until:
@@ -162,6 +169,7 @@ async def _main(args: argparse.Namespace) -> None:
     token = open(args.token_file).read().strip() if args.token_file else None
     app = make_app(args.service_ms, args.workers, token, args.enable_faults)
     app["state"].log_file = args.log_file
+    app["state"].cold_seconds, app["state"].cold_factor = args.cold_seconds, args.cold_factor
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", args.port)
@@ -179,6 +187,8 @@ if __name__ == "__main__":
     parser.add_argument("--token-file")
     parser.add_argument("--enable-faults", action="store_true")
     parser.add_argument("--log-file", help="append each accepted admin call here as JSON")
+    parser.add_argument("--cold-seconds", type=float, default=0.0, help="a cold start this long after the first request")
+    parser.add_argument("--cold-factor", type=float, default=1.0, help="service time multiplier during the cold start")
     try:
         asyncio.run(_main(parser.parse_args()))
     except KeyboardInterrupt:

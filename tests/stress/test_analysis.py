@@ -33,6 +33,9 @@ from synthetic import constant_load, row
         # (a noisy, higher achieved rate earlier does not inflate it)
         ([row(0, 10, 9.9, 50), row(1, 11, 10.9, 60), row(2, 12, 10.2, 150), row(3, 13, 10, 250)],
          10.2, 2, True, (0, 1, 2)),
+        # a breach the repeat at the same rate did not confirm is noise: skipped, the ramp went on
+        ([row(0, 10, 10, 50), row(1, 11, 11, 260, slo_unconfirmed=True), row(2, 11, 11, 70),
+          row(3, 12.1, 12, 90), row(4, 13.3, 13, 300), row(5, 13.3, 13, 320)], 12, 3, True, (0, 2, 3)),
     ],
 )
 def test_knee(rows, knee_rps, knee_index, crossed, under):

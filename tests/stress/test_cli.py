@@ -12,7 +12,7 @@ import pytest
 from conftest import start_fake_server
 
 # Tests about other things skip the 30 s warm-up (test_warmup.py covers it).
-NO_WARMUP = ["--warmup-seconds", "0"]
+NO_WARMUP = ["--warmup-seconds", "0", "--probe-warmup-seconds", "0"]
 FAST = ["--step-seconds", "1", "--max-step-seconds", "2", "--min-samples", "20", "--request-timeout", "2",
         "--quiet", "--json", *NO_WARMUP]
 

@@ -41,6 +41,8 @@ VIRTUAL_SERVICES = Ref("networking.istio.io", "v1", "virtualservices", "VirtualS
 KOPF_PEERINGS = Ref("kopf.dev", "v1", "kopfpeerings", "KopfPeering")
 CLUSTER_KOPF_PEERINGS = Ref("kopf.dev", "v1", "clusterkopfpeerings", "ClusterKopfPeering", namespaced=False)
 CONFIG_MAPS = Ref("", "v1", "configmaps", "ConfigMap")
+#: the coordination Lease every operator takes per namespace (leases.py)
+LEASES = Ref("coordination.k8s.io", "v1", "leases", "Lease")
 SECRETS = Ref("", "v1", "secrets", "Secret")
 PODS = Ref("", "v1", "pods", "Pod")
 HORIZONTAL_POD_AUTOSCALERS = Ref("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")
