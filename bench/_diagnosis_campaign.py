@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import datetime as dt
-import json
 import random
 import time
 import urllib.error
@@ -145,11 +144,6 @@ class Outcome:
     events: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
-    @property
-    def scored(self) -> bool:
-        """An incident whose diagnosis ran: it counts in the confusion matrix."""
-        return self.incident.cause != CONTROL and self.trigger is not None and not self.problem
-
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["incident"] = {**asdict(self.incident), "name": self.incident.name}
@@ -230,7 +224,7 @@ class Lane:
             await self._call(wait_until, lambda: len([p for p in self._a_pods(name) if pod_is_ready(p)]) >= self.load.a_pods,
                              90, 0.5, f"{name}: pool a's pods")
             url = await self._call(stack.start_gateway, name, gateway)
-            injector = Injector.make(incident, self)
+            injector = Injector(incident, self)
             rate = injector.rate(self.load.rate_per_pod * self.load.a_pods, self.timing.baseline_seconds,
                                  self.timing.ramp_seconds)
             sampler = InputSampler(incident.seed, repeat_fraction=self.load.repeat_fraction, hot_set_size=self.load.hot_set_size)
@@ -257,8 +251,6 @@ class Lane:
             outcome.problem = outcome.problem or f"{type(exc).__name__}: {exc}"[:300]
         finally:
             outcome.events = [f"{e.get('reason')}: {e.get('message', '')[:200]}" for e in self._safe_events(name)]
-            if injector is not None:
-                injector.stop()
             if gen is not None:
                 gen.stop()
             if load_task is not None:
@@ -390,6 +382,7 @@ class Injector:
 
     `start` injects (seeded magnitude) and returns what it did; `tick` re-applies a pool-wide fault to pool A
     pods that became ready since (scale-ups, the rollout's new pods), as a pool-wide cause would reach them.
+    Nothing is undone: the resource, its pods and their faults go with the incident.
     """
 
     #: how long a server fault lasts: longer than detection and diagnosis take
@@ -404,10 +397,8 @@ class Injector:
         self.done: set[str] = set()
         self.started = 0.0
         self.slowed_pod = ""
-
-    @staticmethod
-    def make(incident: Incident, lane: Lane) -> "Injector":
-        return Injector(incident, lane)
+        #: the overload's rate factor (1 for the other causes), drawn in `rate`
+        self.factor = 1.0
 
     def rate(self, base: float, step_at: float, ramp: float) -> Callable[[float], float]:
         """The load's rate: up to `base` over `ramp` seconds, stepped up by the overload's factor at `step_at`."""
@@ -479,12 +470,7 @@ class Injector:
             except OSError as exc:
                 lane.log(f"{name}: could not inject into {pod['metadata']['name']}: {exc}")
 
-    def stop(self) -> None:
-        """Nothing to undo: the resource, its pods and their faults go with it."""
 
-
-def outcomes_json(outcomes: list[Outcome]) -> str:
-    return json.dumps([o.to_json() for o in outcomes], indent=1)
 
 
 def run_campaign(incidents: list[Incident], *, lanes: int, timing: Timing, load: Load, workdir: str | None = None,

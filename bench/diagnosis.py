@@ -126,16 +126,17 @@ def matrix_lines(outcomes: list[Outcome]) -> list[str]:
 
 
 def report(outcomes: list[Outcome], figures: dict[str, Any], seconds: float, timing: Timing, load: Load) -> list[str]:
-    lines = [f"\n{'incident':<14} {'true cause':<16} {'relief':<17} {'top-ranked':<16} {'event':>6}  note"]
+    lines = [f"\n{'incident':<14} {'true cause':<16} {'relief (after)':<22} {'top-ranked':<16} {'event':>6}  note"]
     for o in outcomes:
         relief = f"{o.trigger} +{o.detect_s:.0f}s" if o.trigger and o.detect_s is not None else (o.trigger or "-")
         event = f"{o.latency_s:.0f} s" if o.latency_s is not None else "-"
+        top = predicted(o) if o.incident.cause != CONTROL else (o.top or "-")
         note = o.problem or (f"false start: {o.false_starts[0][:70]}" if o.false_starts else "")
         if o.incident.cause == CONTROL:
             note = note or f"on demand: {o.on_demand_top or 'nothing suspected'}"
         elif o.bad_pod_deleted:
             note = note or "bad pod deleted"
-        lines.append(f"{o.incident.name:<14} {o.incident.cause:<16} {relief:<17} {predicted(o):<16} {event:>6}  {note}")
+        lines.append(f"{o.incident.name:<14} {o.incident.cause:<16} {relief:<22} {top:<16} {event:>6}  {note}")
     lines += ["", "Confusion matrix (rows: the cause injected; columns: the top-ranked cause):", *matrix_lines(outcomes)]
     r, s = figures["remedy"], figures["snapshots"]
     lines += [

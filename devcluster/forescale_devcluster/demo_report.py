@@ -38,8 +38,12 @@ def summary(run: DemoRun) -> dict[str, Any]:
         dt = cur.t - prev.t
         gpu_seconds += dt * sum(prev.pods[p] * COST_WEIGHT[p] for p in ("a", "b"))
     reasons = [reason for _, reason, _ in run.events]
-    started = next((at for at, reason, _ in run.events if reason in ("EmergencyStarted", "Overload")), None)
-    found = next(((at, message) for at, reason, message in run.events if reason == "RootCauseSuspected"), None)
+    # The diagnosis at the playbook's start when there is one (an earlier Overload's may have come first), else the first.
+    playbook = next((at for at, reason, _ in run.events if reason == "EmergencyStarted"), None)
+    started = playbook if playbook is not None else next(
+        (at for at, reason, _ in run.events if reason in ("EmergencyStarted", "Overload")), None)
+    diagnoses = [(at, message) for at, reason, message in run.events if reason == "RootCauseSuspected"]
+    found = next((d for d in diagnoses if started is not None and d[0] >= started), diagnoses[0] if diagnoses else None)
     return {
         "duration_seconds": round(s.duration_seconds, 1),
         "slo_ms": s.slo_ms,

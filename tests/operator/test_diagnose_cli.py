@@ -119,6 +119,27 @@ async def test_a_cause_is_ranked_first_with_its_numbers():
     assert "Top cause: request-mix. Request mix changed suspected (request-mix): input 160 tokens (was 40)" in out
 
 
+@pytest.mark.parametrize("health, ago, status, why", [
+    (2.3, 0, "suspected", None),  # the operator's latency model: 2.3x slower than it predicts at this load
+    (1.0, 0, "clear", None),
+    (None, 0, "clear", "status.pools.a.model.health is not set (no model fitted yet)"),
+    (2.3, 600, "clear", "--ago: the latency model's health is known only now"),  # today's model says nothing of then
+])
+async def test_the_latency_models_health_is_read_from_status_now(health, ago, status, why):
+    resource = {**RESOURCE, "status": {"pools": {"a": {"model": {"health": health}}}}} if health else RESOURCE
+    kube = FakeKube(objects={("inferencedeployments", "chat"): resource, ("deployments", "chat-a"): DEPLOYMENT})
+    prom = FakeProm(_both(HEALTHY))
+    if ago:
+        prom._keys = {text: key for key, text in queries("ml", "chat", "a", Windows(ago_seconds=ago)).items()}
+    request = DiagnoseRequest(name="chat", namespace="ml", prometheus_url="http://prom:9090", json_out=True, ago_seconds=ago)
+    code, out, _, _ = await _run(request, kube=kube, prom=prom)
+    report = json.loads(out)
+    degraded = next(f for f in report["findings"] if f["cause"] == "degraded-pods")
+    assert code == 0 and degraded["status"] == status
+    assert report["evidence"]["model_health"] == (health if not ago else None)
+    assert report["evidence"]["missing_why"].get("model_health") == why
+
+
 async def test_json_is_one_object_with_the_diagnosis_and_the_evidence():
     answers = _both(HEALTHY) | {"oom_warnings.now": 4.0}
     code, out, _, _ = await _run(DiagnoseRequest(name="chat", namespace="ml", json_out=True,

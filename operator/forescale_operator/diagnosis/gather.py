@@ -12,6 +12,9 @@ pod's series carry:
 | queue_wait_ms ... postprocess_ms | `forescale_request_duration_seconds{stage}` histogram, sum / count |
 | compute_per_item_ms | `forescale_device_busy_seconds_total` / `forescale_batch_size_sum`: device time per item computed (cache hits, which never reach the device, do not dilute it) |
 | pod_p99_ms | the same histogram's `stage="total"` buckets, `by (pod)` |
+| rate_per_pod_rps | `forescale_requests_total` rate per pod, mean over the pods that served in the window |
+| pod_compute_per_item_ms | compute_per_item_ms `by (pod)` |
+| model_health | not Prometheus: the operator's latency model (the caller's `KubeFacts`) |
 | result_cache_hit_ratio | `forescale_cache_hits_total`, `forescale_cache_misses_total` |
 | kv_used_ratio | `forescale_kv_blocks_used` / (used + `forescale_kv_blocks_free`), fullest pod |
 | kv_fragmentation_ratio | `forescale_kv_fragmentation_ratio`, the most fragmented pod |
@@ -70,6 +73,9 @@ class KubeFacts:
     restarted_containers: int | None = None
     revision_changed: bool | None = None
     revision_age_seconds: float | None = None
+    #: the operator's latency model's health of the pool (status.pools.<pool>.model.health, docs/engine.md):
+    #: its latency over what the model predicts at its load; 1 is healthy
+    model_health: float | None = None
     #: why a fact is None, where the reader knows ("listing pods failed: 403 Forbidden")
     missing_why: Mapping[str, str] = field(default_factory=dict)
 
@@ -95,6 +101,8 @@ _STAGE_MEAN = ('1000 * sum(rate(forescale_request_duration_seconds_sum{$sel,stag
 #: field -> PromQL template ($sel: label matchers; $range, $offset: the window)
 PAIR_QUERIES: dict[str, str] = {
     "rate_rps": "sum(rate(forescale_requests_total{$sel}[$range]$offset))",
+    # the load each pod carries: a rise the forecast's added pods absorbed is no overload
+    "rate_per_pod_rps": "avg(sum by (pod) (rate(forescale_requests_total{$sel}[$range]$offset)))",
     "error_ratio": ('(sum(rate(forescale_requests_total{$sel,code=~"5..|429"}[$range]$offset)) or vector(0))'
                     " / sum(rate(forescale_requests_total{$sel}[$range]$offset))"),
     "queue_depth": "sum(avg_over_time(forescale_queue_depth{$sel}[$range]$offset))",
@@ -131,12 +139,18 @@ VALUE_QUERIES: dict[str, str] = {
 }
 POD_P99_QUERY = ('1000 * histogram_quantile(0.99, sum by (pod, le) '
                  '(rate(forescale_request_duration_seconds_bucket{$sel,stage="total"}[$range]$offset)))')
+#: device time per item computed, per pod: what tells a slow pod from a pod that only queued longer
+POD_COMPUTE_QUERY = ("1000 * sum by (pod) (rate(forescale_device_busy_seconds_total{$sel}[$range]$offset))"
+                     " / sum by (pod) (rate(forescale_batch_size_sum{$sel}[$range]$offset))")
+#: per-pod field -> its query over the "now" window
+POD_QUERIES = {"pod_p99_ms": POD_P99_QUERY, "pod_compute_per_item_ms": POD_COMPUTE_QUERY}
 
 #: evidence the model server has no series for, and so is always missing from Prometheus
 NOT_EXPORTED: dict[str, str] = {
     "kv_hit_ratio": "the model server has no prefix cache, so no prefix (KV) cache hit series",
 }
-_FACT_FIELDS = ("oom_killed_containers", "restarted_containers", "revision_changed", "revision_age_seconds")
+_FACT_FIELDS = ("oom_killed_containers", "restarted_containers", "revision_changed", "revision_age_seconds",
+                "model_health")
 
 
 def selector(namespace: str, deployment: str, pool: str | None) -> str:
@@ -149,7 +163,7 @@ def selector(namespace: str, deployment: str, pool: str | None) -> str:
 
 def queries(namespace: str, deployment: str, pool: str | None = "a",
             windows: Windows = Windows()) -> dict[str, str]:
-    """Every query by key: `<field>.now`, `<field>.before`, `<value field>.now` and `pod_p99_ms.now`."""
+    """Every query by key: `<field>.now`, `<field>.before`, `<value field>.now` and `<pod field>.now`."""
     sel = selector(namespace, deployment, pool)
     ago = max(0, int(windows.ago_seconds))
     spans = {"now": (int(windows.now_seconds), ago),
@@ -161,7 +175,7 @@ def queries(namespace: str, deployment: str, pool: str | None = "a",
 
     out = {f"{name}.{side}": fill(template, side) for name, template in PAIR_QUERIES.items() for side in spans}
     out |= {f"{name}.now": fill(template, "now") for name, template in VALUE_QUERIES.items()}
-    out["pod_p99_ms.now"] = fill(POD_P99_QUERY, "now")
+    out |= {f"{name}.now": fill(template, "now") for name, template in POD_QUERIES.items()}
     return out
 
 
@@ -171,7 +185,8 @@ async def gather_evidence(prom: PromQuery, namespace: str, deployment: str, *, p
     """The Evidence for one pool; takes at most about `timeout_s`, whatever Prometheus does."""
     texts = queries(namespace, deployment, pool, windows)
     keys = list(texts)
-    calls = [_bounded((lambda q=texts[k]: prom.vector(q)) if k == "pod_p99_ms.now" else (lambda q=texts[k]: prom.scalar(q)),
+    vectors = {f"{name}.now" for name in POD_QUERIES}
+    calls = [_bounded((lambda q=texts[k]: prom.vector(q)) if k in vectors else (lambda q=texts[k]: prom.scalar(q)),
                       timeout_s) for k in keys]
     if facts is not None:
         calls.append(_bounded(facts, timeout_s))
@@ -179,7 +194,7 @@ async def gather_evidence(prom: PromQuery, namespace: str, deployment: str, *, p
     why: dict[str, str] = dict(NOT_EXPORTED)
     got: dict[str, float | None] = {}
     for key, (value, problem) in zip(keys, answers):
-        if key == "pod_p99_ms.now":
+        if key in vectors:
             continue
         reading = _reading(value)
         if reading is None:
@@ -194,12 +209,13 @@ async def gather_evidence(prom: PromQuery, namespace: str, deployment: str, *, p
         kwargs[name] = got.get(f"{name}.now")
         if kwargs[name] is None:
             why[name] = why.pop(f"{name}.now", "no series")
-    pods, problem = answers[keys.index("pod_p99_ms.now")]
-    pods = {str(k): v for k, v in ((k, _reading(v)) for k, v in (pods or {}).items())} if isinstance(pods, dict) else {}
-    pods = {k: v for k, v in pods.items() if v is not None}
-    kwargs["pod_p99_ms"] = pods or None
-    if not pods:
-        why["pod_p99_ms"] = problem or "no series"
+    for name in POD_QUERIES:
+        pods, problem = answers[keys.index(f"{name}.now")]
+        pods = {str(k): v for k, v in ((k, _reading(v)) for k, v in (pods or {}).items())} if isinstance(pods, dict) else {}
+        pods = {k: v for k, v in pods.items() if v is not None}
+        kwargs[name] = pods or None
+        if not pods:
+            why[name] = problem or "no series"
 
     if facts is None:
         for name in _FACT_FIELDS:

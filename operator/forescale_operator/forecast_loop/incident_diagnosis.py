@@ -39,7 +39,7 @@ from ..diagnosis.rules import SUSPECTED
 from ..events import EventSink
 from ..kube.client import KubeApi
 from ..kube.refs import CONFIG_MAPS, PODS
-from ..readings.kube_facts import read_kube_facts
+from ..readings.kube_facts import read_kube_facts, with_model_health
 from ..reasons import Reason
 from ..snapshot import slowest_pod, snapshot_name, with_diagnosis
 from ..status import StatusUpdate, write_status
@@ -74,14 +74,16 @@ class IncidentDiagnoses:
 
     def start(self, *, api: KubeApi, events: EventSink, telemetry: OperatorMetrics, owner: Owner,
               prometheus_url: str | None, status: Mapping[str, Any], now: float,
-              trigger: Reason = Reason.EMERGENCY_STARTED, admin_secret: tuple[str, str] | None = None) -> bool:
+              trigger: Reason = Reason.EMERGENCY_STARTED, admin_secret: tuple[str, str] | None = None,
+              health: float | None = None) -> bool:
         """Start the diagnosis of `owner`'s incident (or overload, `trigger`); False when one is still running
-        or no Prometheus exists."""
+        or no Prometheus exists. `health`: pool A's latency-model health as the starting tick computed it."""
         running = self.tasks.get(owner.uid)
         if prometheus_url is None or (running is not None and not running.done()):
             return False
         self.tasks[owner.uid] = asyncio.create_task(
-            self._run(_Run(api, events, telemetry, owner, prometheus_url, dict(status), now, trigger, admin_secret)),
+            self._run(_Run(api, events, telemetry, owner, prometheus_url, dict(status), now, trigger, admin_secret,
+                           health)),
             name=f"diagnosis {owner.namespace}/{owner.name}")
         return True
 
@@ -103,8 +105,8 @@ class IncidentDiagnoses:
         owner = run.owner
 
         async def facts():
-            return await read_kube_facts(run.api, owner.namespace, owner.name, POOL, now=run.now,
-                                         window_seconds=900.0)
+            found = await read_kube_facts(run.api, owner.namespace, owner.name, POOL, now=run.now, window_seconds=900.0)
+            return with_model_health(found, run.health, "the engine reported no latency model for the pool")
 
         prom = self.make_prom(run.url, self.timeout_s, run.now)
         try:
@@ -216,3 +218,4 @@ class _Run:
     now: float
     trigger: Reason
     admin_secret: tuple[str, str] | None
+    health: float | None = None

@@ -141,7 +141,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     if loop.diagnoses is not None and not decision.preview and trigger is not None:
         loop.diagnoses.start(api=deps.api, events=deps.events, telemetry=loop.telemetry, owner=owner,
                              prometheus_url=binding.prometheus_url, status=status, now=now, trigger=trigger,
-                             admin_secret=binding.admin_secret)
+                             admin_secret=binding.admin_secret, health=(decision.models.get("a") or {}).get("health"))
 
     # Report, always: status (scoring past forecasts), then the operator's metrics, then one status write.
     record_decision(update, decision, forecast, reading, report, memory, now)

@@ -287,3 +287,15 @@ def test_the_tick_diagnoses_when_a_relief_starts(reasons, trigger):
 
     decision = SimpleNamespace(events=[Event(r, "") for r in reasons])
     assert _diagnosis_trigger(decision) is trigger
+
+
+@pytest.mark.parametrize("health, top", [(2.5, "degraded-pods"), (1.0, None), (None, None)])
+async def test_the_starting_ticks_model_health_is_evidence(health, top):
+    prom, api, events = ClosingProm(HEALTHY_ANSWERS), Api(), Events()
+    diagnoses = IncidentDiagnoses(lambda url, timeout_s, at: prom, timeout_s=0.5)
+    assert diagnoses.start(api=api, events=events, telemetry=OperatorMetrics(), owner=OWNER, prometheus_url="http://p:9090",
+                           status={}, now=1_000.0, health=health)
+    await diagnoses.tasks[OWNER.uid]
+    assert api.patches[-1]["status"]["diagnosis"].get("top") == top
+    if top:
+        assert "latency 2.5x the latency model's at this load" in events.posted[0][1]
