@@ -198,7 +198,8 @@ class Demo:
 
 def run_demo(settings: DemoSettings, *, live: bool = True, workdir: str | None = None) -> DemoRun:
     """Start the stack, run the demo, stop everything; returns what was recorded."""
-    stack = DemoStack(StackSettings(startup_seconds=settings.startup_seconds, workdir=workdir, profile=settings.profile))
+    stack = DemoStack(StackSettings(startup_seconds=settings.startup_seconds, workdir=workdir, profile=settings.profile,
+                                    operator_env=settings.operator_env()))
     try:
         stack.start()
         return asyncio.run(Demo(settings, stack, live=live).execute())

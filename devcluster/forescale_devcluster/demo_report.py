@@ -38,6 +38,12 @@ def summary(run: DemoRun) -> dict[str, Any]:
         dt = cur.t - prev.t
         gpu_seconds += dt * sum(prev.pods[p] * COST_WEIGHT[p] for p in ("a", "b"))
     reasons = [reason for _, reason, _ in run.events]
+    # The diagnosis at the playbook's start when there is one (an earlier Overload's may have come first), else the first.
+    playbook = next((at for at, reason, _ in run.events if reason == "EmergencyStarted"), None)
+    started = playbook if playbook is not None else next(
+        (at for at, reason, _ in run.events if reason in ("EmergencyStarted", "Overload")), None)
+    diagnoses = [(at, message) for at, reason, message in run.events if reason == "RootCauseSuspected"]
+    found = next((d for d in diagnoses if started is not None and d[0] >= started), diagnoses[0] if diagnoses else None)
     return {
         "duration_seconds": round(s.duration_seconds, 1),
         "slo_ms": s.slo_ms,
@@ -54,6 +60,10 @@ def summary(run: DemoRun) -> dict[str, Any]:
         "final_weights": run.final_weights,
         "final_phase": run.final_phase,
         "incident": run.incident,
+        # the diagnosis's RootCauseSuspected event, and how long after the relief started (EmergencyStarted or Overload)
+        "root_cause": None if found is None else {
+            "message": found[1], "at": found[0],
+            "after_relief_seconds": None if started is None else round(found[0] - started, 1)},
         "seed": s.seed,
     }
 
@@ -70,6 +80,7 @@ def table_lines(result: dict[str, Any]) -> list[str]:
         ("GPU-hours", f"{result['gpu_hours']:.4f} (b weighted x{COST_WEIGHT['b']:g})"),
         ("actions", f"{result['scaling_actions']} scaling, {result['weight_changes']} weight changes"),
         ("final weights", f"{result['final_weights']['a']}/{result['final_weights']['b']} ({result['final_phase']})"),
+        ("root cause", _root_cause(result.get("root_cause"))),
     ]
     width = max(len(k) for k, _ in rows)
     return [f"{k.ljust(width)}  {v}" for k, v in rows]
@@ -77,6 +88,15 @@ def table_lines(result: dict[str, Any]) -> list[str]:
 
 #: the events marked on the weights panel
 MARKED_EVENTS = ("EmergencyStarted", "Recovered", "CutbackCompleted")
+
+
+def _root_cause(found: dict[str, Any] | None) -> str:
+    if not found:
+        return "none suspected"
+    after = found.get("after_relief_seconds")
+    when = f" ({after:.0f} s after the relief started)" if after is not None else ""
+    message = found["message"]
+    return (message if len(message) <= 110 else message[:107] + "...") + when
 
 
 def plot(run: DemoRun, path: str) -> None:

@@ -31,6 +31,16 @@ class DemoSettings:
     settle_seconds: float = 90.0
     name: str = "chat"
     profile: str = "demo-heavy"
+    #: the operator's diagnosis windows (FORESCALE_DIAGNOSIS_*_SECONDS), scaled with the demo's clock: its loop runs
+    #: every 5 s (production: 15 s) and Prometheus scrapes every 2 s, so the "now" window is the engine's 30 s / 3
+    #: and "before" the issue's 10 minutes / 3
+    diagnosis_now_seconds: int = 10
+    diagnosis_before_seconds: int = 200
+
+    def operator_env(self) -> dict[str, str]:
+        """The operator's environment for this demo."""
+        return {"FORESCALE_DIAGNOSIS_NOW_SECONDS": str(self.diagnosis_now_seconds),
+                "FORESCALE_DIAGNOSIS_BEFORE_SECONDS": str(self.diagnosis_before_seconds)}
 
     def incident_start(self) -> float:
         """A seeded random time in the middle third of the run (as the replay's default incident)."""

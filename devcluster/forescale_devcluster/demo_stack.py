@@ -47,6 +47,8 @@ class StackSettings:
     profile: str = "demo-heavy"
     #: start Prometheus (and give the operator its URL); without it the operator runs with no metric source
     prometheus: bool = True
+    #: more `forescale serve` options for every pod, e.g. "--max-batch 4"
+    server_args: str = ""
 
 
 class StackError(RuntimeError):
@@ -81,6 +83,8 @@ class DemoStack:
         self.operator_metrics_port = 0
         self.prometheus: PrometheusProcess | None = None
         self._procs: dict[str, subprocess.Popen] = {}
+        #: gateway process name -> URL
+        self._gateways: dict[str, str] = {}
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -115,7 +119,8 @@ class DemoStack:
                                   "--file-sd", str(self.file_sd), "--startup-delay", str(s.startup_seconds),
                                   "--log-dir", str(self.workdir / "pods"), "--max-pods", str(s.max_pods),
                                   "--command", f"{{python}} -m forescale_cli.main serve --emulate-gpu {s.profile} --host 127.0.0.1 "
-                                               "--port {port} --precision {precision} --enable-faults"])
+                                               "--port {port} --precision {precision} --enable-faults"
+                                               + (f" {s.server_args}" if s.server_args else "")])
         # The pods get the admin token as in a cluster: the operator mounts the Secret into both pools.
         self.operator_metrics_port = procs.free_port()
         if s.prometheus:
@@ -123,16 +128,30 @@ class DemoStack:
         self.start_operator()
         return self
 
-    def start_gateway(self, route: str) -> str:
-        """Start the gateway for HTTPRoute `route`; returns its URL."""
+    def start_gateway(self, route: str, name: str = "gateway") -> str:
+        """Start a gateway for HTTPRoute `route` as process `name` (one per route); returns its URL."""
         port = procs.free_port()
-        self._spawn("gateway", [sys.executable, "-m", "forescale_devcluster.gateway", "--api", self.api_url,
-                                "-n", self.settings.namespace, "--route", route, "--port", str(port)])
-        self.gateway_url = f"http://127.0.0.1:{port}"
-        self._wait("gateway", f"{self.gateway_url}/healthz")
+        self._spawn(name, [sys.executable, "-m", "forescale_devcluster.gateway", "--api", self.api_url,
+                           "-n", self.settings.namespace, "--route", route, "--port", str(port)])
+        url = f"http://127.0.0.1:{port}"
+        self._wait(name, f"{url}/healthz")
+        self._gateways[name] = url
+        if name == "gateway":
+            self.gateway_url = url
+        self._gateway_targets()
+        return url
+
+    def stop_gateway(self, name: str) -> None:
+        """Stop gateway process `name` (SIGTERM, then SIGKILL)."""
+        proc = self._procs.pop(name, None)
+        if proc is not None:
+            procs.stop_process(proc, grace_seconds=3.0)
+        self._gateways.pop(name, None)
+        self._gateway_targets()
+
+    def _gateway_targets(self) -> None:
         if self.prometheus is not None:
-            self.prometheus.set_targets("gateway", [f"127.0.0.1:{port}"])
-        return self.gateway_url
+            self.prometheus.set_targets("gateway", [u.removeprefix("http://") for u in self._gateways.values()])
 
     def start_prometheus(self) -> str:
         if self.prometheus is None:
@@ -216,6 +235,24 @@ class DemoStack:
 
     def list(self, api_version: str, plural: str) -> list[dict[str, Any]]:
         return (_http("GET", f"{self.api_url}{self._path(api_version, plural, self.settings.namespace)}") or {}).get("items", [])
+
+    def patch(self, api_version: str, plural: str, name: str, patch: dict[str, Any]) -> Any:
+        """A JSON merge patch of one object in the stack's namespace."""
+        url = f"{self.api_url}{self._path(api_version, plural, self.settings.namespace)}/{name}"
+        request = urllib.request.Request(url, data=json.dumps(patch).encode(), method="PATCH",
+                                         headers={"Content-Type": "application/merge-patch+json"})
+        with urllib.request.urlopen(request, timeout=10.0) as resp:  # noqa: S310 - loopback only
+            return json.loads(resp.read() or b"null")
+
+    def delete(self, api_version: str, plural: str, name: str) -> bool:
+        """Delete one object of the stack's namespace; False when it was not there."""
+        try:
+            _http("DELETE", f"{self.api_url}{self._path(api_version, plural, self.settings.namespace)}/{name}")
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return False
+            raise
+        return True
 
     def infd(self, name: str) -> dict[str, Any] | None:
         return self.get("forescale.io/v1alpha1", "inferencedeployments", name)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import itertools
 import math
 import random
 import time
@@ -42,6 +43,10 @@ class InputSampler:
 
     Repeats exercise the server's result cache; the hot set is drawn with
     Zipf-like weights so a few queries dominate, like top searches in a sale.
+    `scale` (settable while the load runs) makes every input that many times
+    longer in words, its words repeated in order: a request-mix shift, as when
+    users start pasting whole documents. Longer inputs are new inputs to a
+    result cache, as new users' inputs are.
     """
 
     def __init__(self, seed: int = 0, repeat_fraction: float = 0.2, hot_set_size: int = 40) -> None:
@@ -54,6 +59,7 @@ class InputSampler:
         self._hot = [self._fresh() for _ in range(hot_set_size)]
         self._weights = [1.0 / (rank + 1) for rank in range(hot_set_size)]
         self._count = 0
+        self.scale = 1.0
 
     def _fresh(self) -> str:
         ask = self._rng.choice(_ASKS).format(t=self._rng.choice(_TOPICS))
@@ -65,8 +71,18 @@ class InputSampler:
         """The next input text."""
         self._count += 1
         if self._rng.random() < self.repeat_fraction:
-            return self._rng.choices(self._hot, weights=self._weights)[0]
-        return self._fresh()
+            text = self._rng.choices(self._hot, weights=self._weights)[0]
+        else:
+            text = self._fresh()
+        return text if self.scale == 1.0 else lengthen(text, self.scale)
+
+
+def lengthen(text: str, scale: float) -> str:
+    """`text` with round(words x scale) words (at least one), its words repeated in order."""
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"scale must be a number > 0, got {scale}")
+    words = text.split()
+    return " ".join(itertools.islice(itertools.cycle(words), max(1, round(len(words) * scale))))
 
 
 @dataclass

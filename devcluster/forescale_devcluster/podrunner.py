@@ -36,6 +36,7 @@ from forescale_devcluster.podrunner_kubeapi import (
 from forescale_devcluster.podrunner_pod import (
     RUNNER_ANNOTATION, LocalPod, PodSettings, PodView,
 )
+from forescale_devcluster.podrunner_revisions import record_revision
 from forescale_devcluster.podrunner_sd import ScrapeTarget, write_file_sd
 
 log = logging.getLogger(__name__)
@@ -204,6 +205,11 @@ class PodRunner:
     async def _reconcile_deployment(self, key: tuple[str, str], deployment: dict) -> list[str]:
         desired = _desired(deployment)
         current = template_hash((deployment.get("spec") or {}).get("template") or {})
+        problems = []
+        try:
+            await record_revision(self.api, deployment, current)
+        except KubeApiError as exc:  # an API without ReplicaSets: the pods still run
+            problems.append(f"{key[0]}/{key[1]}: revision not recorded: {exc}")
         group = self._pods.setdefault(key, [])
         new = [p for p in group if p.view.template_hash == current]
         old = [p for p in group if p.view.template_hash != current]
@@ -219,7 +225,6 @@ class PodRunner:
         # During a roll one pod above the desired count may exist (maxSurge 1).
         limit = desired + (1 if old_left else 0)
         to_start = min(desired - new_count, limit - len(group))
-        problems = []
         for _ in range(max(0, to_start)):
             if sum(len(g) for g in self._pods.values()) >= self.max_pods:
                 problems.append(f"pod limit {self.max_pods} reached; {key[0]}/{key[1]} not fully scaled")

@@ -84,6 +84,9 @@ def builtin_resources() -> list[ServedResource]:
         _builtin("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
         _builtin("apps", "v1", "deployments", "Deployment", short_names=("deploy",), categories=("all",),
                  subresources=("status", "scale"), printer_columns=_DEPLOYMENT_COLUMNS),
+        # the pod runner records each template's revision in one, as the Deployment controller does
+        _builtin("apps", "v1", "replicasets", "ReplicaSet", short_names=("rs",), categories=("all",),
+                 subresources=("status",)),
         _builtin("coordination.k8s.io", "v1", "leases", "Lease"),
         _builtin("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", short_names=("hpa",),
                  categories=("all",), subresources=("status",)),

@@ -117,7 +117,8 @@ class FaultRequest:
 
 def parse_fault(body: dict[str, Any], max_leak_mb: int) -> FaultRequest:
     """One of `{"latency_ms": X, "seconds": S}`, `{"slowdown": F, "seconds": S}`,
-    `{"memory_pressure": share, "seconds": S}`, `{"cache_flush": true}`, `{"leak_mb": N}`
+    `{"memory_pressure": share, "seconds": S}`, `{"cache_flush": true}` (with `"seconds": S`, the cache
+    also holds nothing for S seconds: a cache that stopped working), `{"leak_mb": N}`
     (0 frees what was leaked), `{"kv_fragmentation": share}` (0 gives the blocks back) or
     `{"clear": true}`."""
     kinds = [k for k in FAULT_KINDS if k in body]
@@ -140,6 +141,11 @@ def parse_fault(body: dict[str, Any], max_leak_mb: int) -> FaultRequest:
         if kind == "slowdown":
             return FaultRequest(slowdown=_number(body, "slowdown", 1.0, 100.0), seconds=seconds)
         return FaultRequest(memory_pressure=_number(body, "memory_pressure", 0, 1), seconds=seconds)
+    if kind == "cache_flush" and "seconds" in body:
+        _only(body, {kind, "seconds"})
+        if body[kind] is not True:
+            raise bad_request(f"'{kind}' must be true", kind)
+        return FaultRequest(cache_flush=True, seconds=_number(body, "seconds", 0.1, MAX_SECONDS))
     _only(body, {kind})
     if kind == "leak_mb":
         return FaultRequest(leak_mb=_integer(body, "leak_mb", 0, max_leak_mb))

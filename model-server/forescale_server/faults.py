@@ -4,6 +4,10 @@ Latency and slowdown act on the compute stage of every batch, as a slow or
 throttled GPU would: the batch occupies the worker for longer, so queueing
 builds up behind it exactly as in a real incident.
 
+A cache flush with `seconds` also keeps the result cache from holding
+anything for that long (a cache that stopped working: every lookup misses),
+so the hit ratio stays down instead of refilling within seconds.
+
 Memory pressure takes a share of the device's room: a batch whose items do
 not fit in what is left is refused as a real allocator refuses it (the
 server logs an out-of-memory warning and counts it), and the batcher retries
@@ -32,6 +36,7 @@ class FaultState:
         self._leaks: list[bytearray] = []
         self._pressure = 0.0
         self._pressure_until = 0.0
+        self._cache_off_until = 0.0
 
     def add_latency(self, ms: float, seconds: float) -> None:
         self._latency_ms, self._latency_until = ms, self._clock() + seconds
@@ -41,6 +46,13 @@ class FaultState:
 
     def add_memory_pressure(self, share: float, seconds: float) -> None:
         self._pressure, self._pressure_until = share, self._clock() + seconds
+
+    def add_cache_off(self, seconds: float) -> None:
+        self._cache_off_until = self._clock() + seconds
+
+    def cache_off(self) -> bool:
+        """True while the result cache is to hold nothing (every lookup misses)."""
+        return self._clock() < self._cache_off_until
 
     def memory_pressure(self) -> float:
         """Share (0..1) of the device's room held by the memory-pressure fault now."""
@@ -80,7 +92,7 @@ class FaultState:
 
     def clear(self) -> None:
         """Lift every fault and free leaked memory."""
-        self._latency_until = self._slowdown_until = self._pressure_until = 0.0
+        self._latency_until = self._slowdown_until = self._pressure_until = self._cache_off_until = 0.0
         self._leaks.clear()
 
     def describe(self) -> dict:
@@ -94,4 +106,5 @@ class FaultState:
             "leaked_mb": self.leaked_mb,
             "memory_pressure": self.memory_pressure(),
             "memory_pressure_seconds_left": max(0.0, round(self._pressure_until - now, 3)),
+            "cache_off_seconds_left": max(0.0, round(self._cache_off_until - now, 3)),
         }

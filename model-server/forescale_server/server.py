@@ -171,8 +171,10 @@ class ModelServer:
         model = self.backend.model_name
         results: list[Any] = [None] * len(items)
         missing: list[int] = []
+        # A cache that stopped working (the timed cache_flush fault) answers nothing and keeps nothing.
+        cache_on = not self.faults.cache_off()
         for i, item in enumerate(items):
-            value = self.cache.get(cache_key(model, precision, item))
+            value = self.cache.get(cache_key(model, precision, item)) if cache_on else None
             if value is None:
                 missing.append(i)
             else:
@@ -192,7 +194,7 @@ class ModelServer:
             now_precision = self.backend.precision
             for i, p, out in zip(missing, pendings, outputs):
                 results[i] = out
-                if p.meta["precision"] == now_precision:  # a switch emptied the cache meanwhile
+                if p.meta["precision"] == now_precision and cache_on:  # a switch emptied the cache meanwhile
                     self.cache.put(cache_key(model, p.meta["precision"], items[i]), out, conversation, turn)
                 stages["queue"] = max(stages["queue"], p.queue_s)
                 for k, v in p.meta["stages"].items():
@@ -383,6 +385,8 @@ class ModelServer:
             self.faults.add_memory_pressure(req.memory_pressure, req.seconds or 0)
         elif req.cache_flush:
             self.cache.clear()
+            if req.seconds:
+                self.faults.add_cache_off(req.seconds)
         elif req.leak_mb is not None:
             try:
                 self.faults.leak(req.leak_mb)

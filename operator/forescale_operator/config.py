@@ -46,6 +46,11 @@ class Config:
     priority: int | None = None
     #: FORESCALE_MIN_LOOP_SECONDS: floor under every resource's forecast.stepSeconds (protects the API server)
     min_loop_seconds: float = 1.0
+    #: FORESCALE_DIAGNOSIS_NOW_SECONDS: the incident diagnosis's "now" window, the last N seconds (10..3600)
+    diagnosis_now_seconds: int = 30
+    #: FORESCALE_DIAGNOSIS_BEFORE_SECONDS: the window before it that "now" is compared with (the issue's 10
+    #: minutes); at least the "now" window, at most a day. The diagnosis campaign shortens both (bench/diagnosis.py)
+    diagnosis_before_seconds: int = 600
     #: FORESCALE_LEASE_SECONDS: leaseDurationSeconds of the per-namespace coordination Lease every operator takes
     #: (leases.py): how long a crashed holder blocks the others. 0 turns coordination off (one operator only)
     lease_seconds: int = 30
@@ -151,6 +156,8 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         if not 0.1 <= min_loop <= 3600:
             raise ConfigError(f"FORESCALE_MIN_LOOP_SECONDS: must be 0.1..3600, got {min_loop}")
 
+    now_s = _seconds(env, "FORESCALE_DIAGNOSIS_NOW_SECONDS", 30, 10, 3600)
+    before_s = _seconds(env, "FORESCALE_DIAGNOSIS_BEFORE_SECONDS", 600, now_s, 86400)
     lease_seconds, lease_renew = _lease(env)
 
     metrics_port = _port(env, "FORESCALE_METRICS_PORT", 8080)
@@ -161,4 +168,19 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     return Config(prometheus_url=url, namespaces=namespaces, log_level=level, admin_token_secret=secret,
                   metrics_port=metrics_port, health_port=health_port, peering=peering,
                   pod_name=env.get("POD_NAME", "").strip(), priority=priority, min_loop_seconds=min_loop,
+                  diagnosis_now_seconds=now_s, diagnosis_before_seconds=before_s,
                   lease_seconds=lease_seconds, lease_renew_seconds=lease_renew)
+
+
+def _seconds(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    """A whole number of seconds in [low, high], or the default when unset."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}: must be a whole number of seconds, got {raw!r}") from None
+    if not low <= value <= high:
+        raise ConfigError(f"{name}: must be {low}..{high}, got {value}")
+    return value

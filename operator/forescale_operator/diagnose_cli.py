@@ -36,7 +36,7 @@ from .diagnosis.rules import RULES
 from .kube.client import KubeApi
 from .kube.errors import ApiError
 from .kube.refs import INFERENCE_DEPLOYMENTS
-from .readings.kube_facts import read_kube_facts
+from .readings.kube_facts import read_kube_facts, status_model_health, with_model_health
 
 POOLS = ("a", "b")
 #: Kubernetes object names (RFC 1123 subdomains); anything else never reaches a URL path
@@ -127,9 +127,15 @@ async def run(request: DiagnoseRequest, *, kube: KubeApi, make_prom: Callable[[s
     url, source = prometheus_url(request, resource, env)
     prom: ClosablePromQuery = make_prom(url, request.timeout_s, started) if url else NoPrometheus(source)
 
+    # The latency model's health is the operator's now: it says nothing of an instant in the past.
+    health = None if request.ago_seconds else status_model_health(resource.get("status"), request.pool)
+    health_why = ("--ago: the latency model's health is known only now" if request.ago_seconds
+                  else f"status.pools.{request.pool}.model.health is not set (no model fitted yet)")
+
     async def facts():
-        return await read_kube_facts(kube, request.namespace, request.name, request.pool, now=at,
-                                     window_seconds=windows.now_seconds + windows.before_seconds)
+        found = await read_kube_facts(kube, request.namespace, request.name, request.pool, now=at,
+                                      window_seconds=windows.now_seconds + windows.before_seconds)
+        return with_model_health(found, health, health_why)
 
     try:
         evidence = await gather_evidence(prom, request.namespace, request.name, pool=request.pool, facts=facts,

@@ -40,6 +40,9 @@ class Reason(str, Enum):
     SNAPSHOT_SAVED = "SnapshotSaved"
     #: the diagnosis checklist ranked a cause first, with its numbers (issue 17; not in DESIGN.md's list, added here)
     ROOT_CAUSE_SUSPECTED = "RootCauseSuspected"
+    #: the diagnosis found one bad pod of pool A, and the operator deleted it so its Deployment replaces it
+    #: (issue 17 §4; not in DESIGN.md's list, added here)
+    BAD_POD_DELETED = "BadPodDeleted"
     #: latency has stayed under the SLO for the stable period
     RECOVERED = "Recovered"
     #: one cut-back step moved traffic back to pool A

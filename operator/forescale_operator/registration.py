@@ -83,12 +83,15 @@ def make_forecast_loop(config: Config, api: HttpKubeApi) -> ForecastLoop:
 
     # The predictor's model code loads here, once, not when the handlers are imported.
     from .forecast_loop.forecaster import PredictorForecastSource
+    from .diagnosis import Windows
     from .forecast_loop.incident_diagnosis import IncidentDiagnoses
     from .readings.prom_query import HttpPromQuery
 
+    windows = Windows(now_seconds=config.diagnosis_now_seconds, before_seconds=config.diagnosis_before_seconds)
     return ForecastLoop(bindings=Bindings(prometheus_url=config.prometheus_url, admin_secret=config.admin_token_secret),
                         forecasts=PredictorForecastSource(api), telemetry=telemetry.OperatorMetrics(REGISTRY),
-                        diagnoses=IncidentDiagnoses(lambda url, timeout_s, at: HttpPromQuery(url, timeout_s=timeout_s, at=at)))
+                        diagnoses=IncidentDiagnoses(lambda url, timeout_s, at: HttpPromQuery(url, timeout_s=timeout_s, at=at),
+                                                    windows=windows))
 
 
 @kopf.on.startup()

@@ -69,7 +69,9 @@ def test_one_style_and_no_bool_metavar(argv, command, capsys):
     flags = [p for p in _options(command) if p.is_flag]
     for flag in flags:
         # the flag's own line: its option names, then two spaces and its help; no metavar between
-        line = next(line for line in text.splitlines() if line.strip().split("  ")[0].split(", ")[-1] in flag.opts)
+        # (an on/off pair, `--confirm-slo / --no-confirm-slo`, names both on the line)
+        line = next(line for line in text.splitlines()
+                    if line.strip().split("  ")[0].split(", ")[-1].split(" / ")[0] in flag.opts)
         assert "<" not in line.strip().split("  ")[0], line
 
 

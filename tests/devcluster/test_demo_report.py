@@ -1,14 +1,16 @@
-"""The demo's live line and PNG timeline say what each number and mark is."""
+"""The demo's report: the live line and PNG timeline say what each number and mark is, and the summary
+names the diagnosis (the one at the playbook's start when there is one, else the first)."""
 
 from __future__ import annotations
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from forescale_devcluster.demo import DemoRun, Sample, live_line  # noqa: E402
-from forescale_devcluster.demo_report import draw  # noqa: E402
+from forescale_devcluster.demo_report import draw, summary, table_lines  # noqa: E402
 from forescale_devcluster.demo_scenario import DemoSettings  # noqa: E402
 
 
@@ -39,3 +41,27 @@ def test_every_mark_of_the_timeline_has_a_legend_entry():
         assert legends[3].count("operator event (named beside it)") == 1
     finally:
         plt.close(fig)
+
+
+OVERLOAD, PLAYBOOK = (186.9, "Overload", ""), (197.0, "EmergencyStarted", "")
+
+
+@pytest.mark.parametrize("events, expected, row", [
+    # an overload's diagnosis first, then the playbook's: the playbook's is the incident's
+    ([OVERLOAD, (186.9, "RootCauseSuspected", "Overload suspected"), PLAYBOOK, (201.0, "RootCauseSuspected", "Degraded")],
+     {"message": "Degraded", "at": 201.0, "after_relief_seconds": 4.0}, "Degraded (4 s after the relief started)"),
+    ([OVERLOAD, (186.9, "RootCauseSuspected", "Overload suspected")],
+     {"message": "Overload suspected", "at": 186.9, "after_relief_seconds": 0.0}, "Overload suspected (0 s after"),
+    ([PLAYBOOK], None, "none suspected"),  # the diagnosis ran and suspected nothing, or no incident
+])
+def test_the_summary_names_the_incidents_diagnosis(events, expected, row):
+    run = DemoRun(DemoSettings())
+    run.events = events
+    result = summary(run)
+    assert result["root_cause"] == expected
+    assert any(line.startswith("root cause") and row in line for line in table_lines(result))
+
+
+def test_the_demo_runs_the_diagnosis_on_its_own_clock():
+    assert DemoSettings().operator_env() == {"FORESCALE_DIAGNOSIS_NOW_SECONDS": "10",
+                                             "FORESCALE_DIAGNOSIS_BEFORE_SECONDS": "200"}

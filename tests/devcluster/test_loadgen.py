@@ -12,7 +12,7 @@ from aiohttp.test_utils import TestServer
 
 from forescale_devcluster.arrivals import RateProfile, poisson_arrivals
 from forescale_devcluster.loadgen import (
-    DROPPED, InputSampler, LoadGenerator, RequestRecord, summarize, uniform_arrivals,
+    DROPPED, InputSampler, LoadGenerator, RequestRecord, lengthen, summarize, uniform_arrivals,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -213,3 +213,22 @@ def test_command_line_bad_input(capsys, args, message):
 
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, scale, expected", [
+    ("a b c", 1.0, "a b c"),
+    ("a b c", 2.0, "a b c a b c"),
+    ("a b c", 1.5, "a b c a"),  # round(4.5) = 4 words
+    ("a b c", 0.1, "a"),        # never empty
+])
+def test_lengthen_repeats_the_words_in_order(text, scale, expected):
+    assert lengthen(text, scale) == expected
+
+
+def test_a_scaled_sampler_sends_longer_inputs_from_the_next_one_on():
+    sampler = InputSampler(seed=4, repeat_fraction=0.0)
+    short = len(sampler.next().split())
+    sampler.scale = 20.0
+    assert len(sampler.next().split()) >= 15 * short // 2
+    with pytest.raises(ValueError, match="scale"):
+        lengthen("a", float("nan"))

@@ -164,6 +164,43 @@ async def test_template_change_rolls_pods_without_losing_readiness(api):
         assert all(v.template_hash == h for v in views)
 
 
+async def test_each_template_gets_a_replica_set_and_the_next_revision(api):
+    """The revision bookkeeping the diagnosis's rollout rule reads: new template -> next number; a rollback
+    re-numbers the old ReplicaSet, whose creation time stays old."""
+    api.put(deployment("chat-a", replicas=1, pool="a", precision="fp16"), "apis/apps/v1", "deployments")
+    live = api.get("apis/apps/v1", "deployments", "ml", "chat-a")
+
+    def revisions() -> dict:
+        return {rs["metadata"]["name"]: rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+                for rs in api.items("apis/apps/v1", "replicasets", "ml")}
+
+    def revision() -> str | None:
+        return (live["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision")
+
+    first = dict(live["spec"])
+    h1 = template_hash(first["template"])
+    async with PodRunner(api.url, settings=fast_settings(), seed=8):
+        await eventually(lambda: revision() == "1")
+        assert revisions() == {f"chat-a-{h1}": "1"}
+        rs = api.get("apis/apps/v1", "replicasets", "ml", f"chat-a-{h1}")
+        assert rs["metadata"]["labels"]["forescale.io/pool"] == "a" and rs["metadata"]["labels"]["pod-template-hash"] == h1
+        assert rs["metadata"]["ownerReferences"][0]["uid"] == live["metadata"]["uid"]
+
+        live["spec"] = deployment("chat-a", replicas=1, pool="a", precision="int8")["spec"]
+        h2 = template_hash(live["spec"]["template"])
+        await eventually(lambda: revision() == "2")
+        assert revisions() == {f"chat-a-{h1}": "1", f"chat-a-{h2}": "2"}
+
+        live["spec"] = first  # a rollback: the old template's ReplicaSet, renumbered
+        await eventually(lambda: revision() == "3")
+        assert revisions() == {f"chat-a-{h1}": "3", f"chat-a-{h2}": "2"}
+
+        del live["metadata"]["annotations"]  # a replace that drops the annotation: put back, not bumped
+        await eventually(lambda: revision() == "3")
+        await asyncio.sleep(1.2)
+        assert revision() == "3" and len(revisions()) == 2
+
+
 async def test_deleted_deployment_takes_its_pods_along(api):
     api.put(deployment("chat-a", replicas=2, pool="a"), "apis/apps/v1", "deployments")
     async with PodRunner(api.url, settings=fast_settings(), namespaces=["ml"], seed=5) as runner:

@@ -18,10 +18,13 @@ def test_values_are_parsed():
         "FORESCALE_PROMETHEUS_URL": "http://prom:9090", "FORESCALE_NAMESPACES": "ml, serving,",
         "FORESCALE_LOG_LEVEL": "debug", "FORESCALE_ADMIN_TOKEN_SECRET": "forescale-admin/token",
         "FORESCALE_METRICS_PORT": "9000", "FORESCALE_HEALTH_PORT": "9001", "FORESCALE_PEERING": "ha",
-        "POD_NAME": "forescale-operator-abc", "FORESCALE_MIN_LOOP_SECONDS": "0.5"})
+        "POD_NAME": "forescale-operator-abc", "FORESCALE_MIN_LOOP_SECONDS": "0.5",
+        "FORESCALE_DIAGNOSIS_NOW_SECONDS": "20", "FORESCALE_DIAGNOSIS_BEFORE_SECONDS": "90"})
     assert config.prometheus_url == "http://prom:9090" and config.namespaces == ("ml", "serving")
     assert config.log_level == "DEBUG" and config.admin_token_secret == ("forescale-admin", "token")
     assert (config.metrics_port, config.health_port, config.peering, config.min_loop_seconds) == (9000, 9001, "ha", 0.5)
+    assert (config.diagnosis_now_seconds, config.diagnosis_before_seconds) == (20, 90)
+    assert (load_config({}).diagnosis_now_seconds, load_config({}).diagnosis_before_seconds) == (30, 600)
 
 
 @pytest.mark.parametrize("env, message", [
@@ -37,6 +40,10 @@ def test_values_are_parsed():
     ({"FORESCALE_PRIORITY": "high"}, "FORESCALE_PRIORITY: must be an integer"),
     ({"FORESCALE_MIN_LOOP_SECONDS": "0"}, "FORESCALE_MIN_LOOP_SECONDS: must be 0.1..3600"),
     ({"FORESCALE_MIN_LOOP_SECONDS": "fast"}, "FORESCALE_MIN_LOOP_SECONDS: must be a number"),
+    ({"FORESCALE_DIAGNOSIS_NOW_SECONDS": "5"}, "FORESCALE_DIAGNOSIS_NOW_SECONDS: must be 10..3600"),
+    ({"FORESCALE_DIAGNOSIS_NOW_SECONDS": "1m"}, "FORESCALE_DIAGNOSIS_NOW_SECONDS: must be a whole number"),
+    ({"FORESCALE_DIAGNOSIS_NOW_SECONDS": "120", "FORESCALE_DIAGNOSIS_BEFORE_SECONDS": "60"},
+     "FORESCALE_DIAGNOSIS_BEFORE_SECONDS: must be 120..86400"),
 ])
 def test_bad_values_name_the_variable(env, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -25,7 +25,8 @@ RESOURCE = {"apiVersion": "forescale.io/v1alpha1", "kind": "InferenceDeployment"
             "metadata": {"name": "chat", "namespace": "ml"}, "spec": {"slo": {"targetLatencyMs": 200}}}
 #: what a healthy pool a answers, both windows
 HEALTHY = {"rate_rps": 100.0, "error_ratio": 0.0, "queue_depth": 2.0, "batch_size_mean": 8.0, "queue_wait_ms": 5.0,
-           "preprocess_ms": 1.0, "compute_ms": 40.0, "postprocess_ms": 1.0, "result_cache_hit_ratio": 0.8,
+           "preprocess_ms": 1.0, "compute_ms": 40.0, "postprocess_ms": 1.0, "compute_per_item_ms": 5.0,
+           "result_cache_hit_ratio": 0.8,
            "kv_used_ratio": 0.6, "kv_fragmentation_ratio": 0.05, "gpu_memory_bytes": 1e10, "gpu_utilisation_ratio": 0.6,
            "input_tokens_mean": 40.0, "output_tokens_mean": 20.0}
 PODS = {"chat-a-1": 120.0, "chat-a-2": 125.0}
@@ -110,12 +111,33 @@ async def test_a_healthy_pool_suspects_nothing_and_every_rule_decides():
 
 
 async def test_a_cause_is_ranked_first_with_its_numbers():
-    answers = _both(HEALTHY) | {"input_tokens_mean.now": 160.0, "compute_ms.now": 90.0}
+    answers = _both(HEALTHY) | {"input_tokens_mean.now": 160.0, "compute_ms.now": 90.0, "compute_per_item_ms.now": 11.25}
     code, out, _, _ = await _run(REQUEST, prom=FakeProm(answers))
     assert code == 0
     first = next(line for line in out.splitlines() if line.startswith(" 1 "))
     assert first.split()[1:4] == ["request-mix", "suspected", "1.00"] and "input 160 tokens (was 40)" in first
     assert "Top cause: request-mix. Request mix changed suspected (request-mix): input 160 tokens (was 40)" in out
+
+
+@pytest.mark.parametrize("health, ago, status, why", [
+    (2.3, 0, "suspected", None),  # the operator's latency model: 2.3x slower than it predicts at this load
+    (1.0, 0, "clear", None),
+    (None, 0, "clear", "status.pools.a.model.health is not set (no model fitted yet)"),
+    (2.3, 600, "clear", "--ago: the latency model's health is known only now"),  # today's model says nothing of then
+])
+async def test_the_latency_models_health_is_read_from_status_now(health, ago, status, why):
+    resource = {**RESOURCE, "status": {"pools": {"a": {"model": {"health": health}}}}} if health else RESOURCE
+    kube = FakeKube(objects={("inferencedeployments", "chat"): resource, ("deployments", "chat-a"): DEPLOYMENT})
+    prom = FakeProm(_both(HEALTHY))
+    if ago:
+        prom._keys = {text: key for key, text in queries("ml", "chat", "a", Windows(ago_seconds=ago)).items()}
+    request = DiagnoseRequest(name="chat", namespace="ml", prometheus_url="http://prom:9090", json_out=True, ago_seconds=ago)
+    code, out, _, _ = await _run(request, kube=kube, prom=prom)
+    report = json.loads(out)
+    degraded = next(f for f in report["findings"] if f["cause"] == "degraded-pods")
+    assert code == 0 and degraded["status"] == status
+    assert report["evidence"]["model_health"] == (health if not ago else None)
+    assert report["evidence"]["missing_why"].get("model_health") == why
 
 
 async def test_json_is_one_object_with_the_diagnosis_and_the_evidence():
@@ -234,7 +256,7 @@ async def test_ago_reaches_back_with_offsets_and_the_facts_window_ends_there():
                                                  prometheus_url="http://p:9090"), kube=kube, prom=prom)
     report = json.loads(out)
     assert code == 0 and report["at"] == "2026-09-21T13:53:20Z"
-    assert all(" offset 1200s)" in q or " offset 1260s)" in q for q in seen)
+    assert all(" offset 1200s)" in q or " offset 1230s)" in q for q in seen)
     assert report["evidence"]["oom_killed_containers"] == 1 and report["top"] == "memory-pressure"
 
 
@@ -247,8 +269,8 @@ POD_LABELS = 'namespace="ml",deployment="chat",pool="a",precision="fp16",pod="{p
 
 
 def _incident_openmetrics(end: int) -> str:
-    """20 minutes of two healthy encoder pods of ml/chat pool a, 50 rps each; in the last minute the inputs
-    are four times longer (40 -> 160 tokens): a request-mix shift and nothing else."""
+    """20 minutes of two healthy encoder pods of ml/chat pool a, 50 rps each; in the last 30 s (the diagnosis's
+    "now") the inputs are four times longer (40 -> 160 tokens): a request-mix shift and nothing else."""
     families: dict[str, tuple[str, list[str]]] = {}
 
     def add(family: str, kind: str, sample: str, value: float, t: int) -> None:
@@ -261,7 +283,7 @@ def _incident_openmetrics(end: int) -> str:
         return totals[key]
 
     for t in range(end - 20 * 60, end + 1, STEP):
-        shifted = t > end - 60
+        shifted = t > end - 30
         for pod in ("chat-a-1", "chat-a-2"):
             labels = POD_LABELS.format(pod=pod)
             n = 50 * STEP

@@ -28,6 +28,8 @@ async def test_faults_are_404_without_the_flag(recording):
         ({"slowdown": 2, "latency_ms": 5, "seconds": 1}, "exactly one of"),
         ({"leak_mb": 10_000}, "'leak_mb' must be an integer"),
         ({"cache_flush": "yes"}, "must be true"),
+        ({"cache_flush": "yes", "seconds": 5}, "must be true"),
+        ({"cache_flush": True, "seconds": 0}, "'seconds' must be"),
     ],
 )
 async def test_bad_fault_bodies_are_400(recording, body, message):
@@ -105,6 +107,24 @@ async def test_cache_flush_and_bounded_leak(recording):
         assert f"forescale_fault_leaked_bytes{{deployment=\"chat\",pool=\"b\",precision=\"fp32\"}} {float(4 << 20)!r}" in metrics or "forescale_fault_leaked_bytes{deployment=\"chat\",pool=\"b\",precision=\"fp32\"} 4.194304e+06" in metrics
         await client.post("/admin/faults", json={"leak_mb": 0}, headers=AUTH)
         assert server.faults.leaked_mb == 0
+
+
+async def test_a_timed_cache_flush_keeps_the_cache_from_answering_until_it_ends(recording):
+    """A cache that stopped working: every lookup misses for `seconds`, then the cache fills again."""
+    async with serving(recording, enable_faults=True) as (client, server):
+        await client.post("/v1/embeddings", json={"input": ["a"]})
+        await client.post("/v1/embeddings", json={"input": ["a"]})
+        hits = _sample(await (await client.get("/metrics")).text(), "forescale_cache_hits_total")
+        body = await (await client.post("/admin/faults", json={"cache_flush": True, "seconds": 0.6}, headers=AUTH)).json()
+        assert body["cache_entries"] == 0 and body["faults"]["cache_off_seconds_left"] > 0
+        for _ in range(3):
+            await client.post("/v1/embeddings", json={"input": ["a"]})
+        assert len(server.cache) == 0
+        assert _sample(await (await client.get("/metrics")).text(), "forescale_cache_hits_total") == hits
+        await asyncio.sleep(0.7)
+        await client.post("/v1/embeddings", json={"input": ["a"]})
+        await client.post("/v1/embeddings", json={"input": ["a"]})
+        assert _sample(await (await client.get("/metrics")).text(), "forescale_cache_hits_total") == hits + 1
 
 
 def _sample(metrics: str, name: str) -> float:

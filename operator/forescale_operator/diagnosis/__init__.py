@@ -5,13 +5,16 @@ Pure, like the decision engine: plain numbers in (`Evidence`), a ranked
 an injected `PromQuery`, so this package imports neither kopf, kubernetes,
 aiohttp nor a Prometheus client (import-linter contract `engine-pure`).
 See docs/diagnosis.md. `forescale diagnose` runs it on demand, and the operator
-at every incident (forecast_loop/incident_diagnosis.py).
+at every incident (forecast_loop/incident_diagnosis.py), where `plan_remedy`
+says what it does about the top cause.
 """
 
 from .evidence import Evidence
 from .gather import ClosablePromQuery, KubeFacts, PromQuery, Windows, gather_evidence
 from .rank import Diagnosis, diagnose
+from .remedy import DELETE_POD, NOTHING, Remedy, plan_remedy
 from .rules import CAUSES, CLEAR, RULES, SUSPECTED, UNKNOWN, Finding, Rule
 
-__all__ = ["CAUSES", "CLEAR", "RULES", "SUSPECTED", "UNKNOWN", "ClosablePromQuery", "Diagnosis", "Evidence", "Finding",
-           "KubeFacts", "PromQuery", "Rule", "Windows", "diagnose", "gather_evidence"]
+__all__ = ["CAUSES", "CLEAR", "DELETE_POD", "NOTHING", "RULES", "SUSPECTED", "UNKNOWN", "ClosablePromQuery", "Diagnosis",
+           "Evidence", "Finding", "KubeFacts", "PromQuery", "Remedy", "Rule", "Windows", "diagnose", "gather_evidence",
+           "plan_remedy"]

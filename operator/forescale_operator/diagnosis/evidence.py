@@ -5,7 +5,7 @@ A field is one of four kinds:
   incident; either side may be None (not measured);
 - a count or a number (`oom_killed_containers`, `oom_warnings`, `revision_age_seconds`);
 - a flag (`revision_changed`);
-- the per-pod p99 latencies now, by pod name.
+- a number per pod now, by pod name (`pod_p99_ms`, `pod_compute_per_item_ms`).
 
 Every field is optional: None means the evidence is missing, and
 `missing_why` says why where it is known ("no series", "query timed out
@@ -29,18 +29,20 @@ Pair = tuple[float | None, float | None]
 
 #: the fields holding a (now, before) pair
 PAIR_FIELDS = (
-    "rate_rps", "queue_depth", "batch_size_mean", "error_ratio",
+    "rate_rps", "rate_per_pod_rps", "queue_depth", "batch_size_mean", "error_ratio",
     "queue_wait_ms", "preprocess_ms", "compute_ms", "postprocess_ms", "compute_per_item_ms",
     "result_cache_hit_ratio", "kv_used_ratio", "kv_fragmentation_ratio", "kv_hit_ratio",
     "gpu_memory_bytes", "gpu_utilisation_ratio",
     "input_tokens_mean", "output_tokens_mean",
 )
 #: the fields holding one number
-VALUE_FIELDS = ("oom_killed_containers", "restarted_containers", "oom_warnings", "revision_age_seconds")
+VALUE_FIELDS = ("oom_killed_containers", "restarted_containers", "oom_warnings", "revision_age_seconds", "model_health")
 #: the fields holding one flag
 FLAG_FIELDS = ("revision_changed",)
-#: the field holding a number per pod
-POD_FIELDS = ("pod_p99_ms",)
+#: the fields holding a number per pod
+POD_FIELDS = ("pod_p99_ms", "pod_compute_per_item_ms")
+#: fields about the evidence rather than of it
+_BOOKKEEPING = ("now_seconds", "missing_why")
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class Evidence:
     # -- load ----------------------------------------------------------------
     #: requests served per second (every status code)
     rate_rps: Pair | None = None
+    #: requests per second per pod, the mean over the pods that served in the window
+    rate_per_pod_rps: Pair | None = None
     #: items waiting for a batch, summed over the pool's pods (mean over the window)
     queue_depth: Pair | None = None
     #: items per model batch (mean)
@@ -62,11 +66,15 @@ class Evidence:
     #: the compute time of the batch a request rode in
     compute_ms: Pair | None = None
     postprocess_ms: Pair | None = None
-    #: compute_ms / batch_size_mean: what one item costs the device
+    #: device time per item computed: what one item costs the device
     compute_per_item_ms: Pair | None = None
+    #: the operator's latency model: the pool's latency over what the model predicts at its load (1: healthy)
+    model_health: float | None = None
     # -- pods ----------------------------------------------------------------
     #: each pod's p99 total latency now, by pod name
     pod_p99_ms: Mapping[str, float] | None = None
+    #: each pod's device time per item computed now, by pod name
+    pod_compute_per_item_ms: Mapping[str, float] | None = None
     # -- caches --------------------------------------------------------------
     #: result-cache hits / (hits + misses)
     result_cache_hit_ratio: Pair | None = None
@@ -98,12 +106,14 @@ class Evidence:
     #: tokens per output (completion), mean
     output_tokens_mean: Pair | None = None
     # -- bookkeeping ---------------------------------------------------------
+    #: the "now" window's length, seconds (so a message says "in the last 10 s", not a guess)
+    now_seconds: float | None = None
     #: why a field (or `field.now` / `field.before`) is missing, where known
     missing_why: Mapping[str, str] = field(default_factory=dict)
 
     def missing(self) -> tuple[str, ...]:
-        """The names of the fields that hold nothing at all."""
-        return tuple(f.name for f in fields(self) if f.name != "missing_why" and getattr(self, f.name) is None)
+        """The names of the evidence fields that hold nothing at all."""
+        return tuple(f.name for f in fields(self) if f.name not in _BOOKKEEPING and getattr(self, f.name) is None)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict (for the snapshot ConfigMap); NaN and ±inf become null."""
@@ -119,6 +129,7 @@ class Evidence:
         for name in POD_FIELDS:
             value = getattr(self, name)
             out[name] = None if not isinstance(value, Mapping) else {str(k): _number(v) for k, v in sorted(value.items())}
+        out["now_seconds"] = _number(self.now_seconds)
         out["missing_why"] = {str(k): str(v) for k, v in sorted((self.missing_why or {}).items())}
         return out
 
@@ -163,7 +174,8 @@ class Evidence:
                 kwargs[name] = {str(k): v for k, v in ((k, _number(v)) for k, v in value.items()) if v is not None}
             elif value is not None:
                 unreadable(name, value)
-        return cls(**kwargs, missing_why=why)
+        now_seconds = _number(raw.get("now_seconds"))
+        return cls(**kwargs, now_seconds=now_seconds if now_seconds and now_seconds > 0 else None, missing_why=why)
 
 
 def _two(value: Any) -> tuple[Any, Any]:

@@ -10,8 +10,11 @@ pod's series carry:
 | queue_depth | `forescale_queue_depth` (sum over pods) |
 | batch_size_mean | `forescale_batch_size` histogram, sum / count |
 | queue_wait_ms ... postprocess_ms | `forescale_request_duration_seconds{stage}` histogram, sum / count |
-| compute_per_item_ms | compute_ms / batch_size_mean (the compute stage is the whole batch's) |
+| compute_per_item_ms | `forescale_device_busy_seconds_total` / `forescale_batch_size_sum`: device time per item computed (cache hits, which never reach the device, do not dilute it) |
 | pod_p99_ms | the same histogram's `stage="total"` buckets, `by (pod)` |
+| rate_per_pod_rps | `forescale_requests_total` rate per pod, mean over the pods that served in the window |
+| pod_compute_per_item_ms | compute_per_item_ms `by (pod)` |
+| model_health | not Prometheus: the operator's latency model (the caller's `KubeFacts`) |
 | result_cache_hit_ratio | `forescale_cache_hits_total`, `forescale_cache_misses_total` |
 | kv_used_ratio | `forescale_kv_blocks_used` / (used + `forescale_kv_blocks_free`), fullest pod |
 | kv_fragmentation_ratio | `forescale_kv_fragmentation_ratio`, the most fragmented pod |
@@ -25,7 +28,7 @@ is missing, with that reason. Restarts, OOM kills and the revision come from
 the Kubernetes API, not Prometheus: the caller reads them and passes an
 async `facts` callable returning `KubeFacts`.
 
-"Now" is the last `now_seconds` (60) before the instant diagnosed; "before"
+"Now" is the last `now_seconds` (30) before the instant diagnosed; "before"
 is the `before_seconds` (600) ending where "now" starts. The instant is
 `ago_seconds` before the query runs (0: now), reached with PromQL `offset`.
 Every query runs at once, each bounded by `timeout_s`: a query that fails,
@@ -70,6 +73,9 @@ class KubeFacts:
     restarted_containers: int | None = None
     revision_changed: bool | None = None
     revision_age_seconds: float | None = None
+    #: the operator's latency model's health of the pool (status.pools.<pool>.model.health, docs/engine.md):
+    #: its latency over what the model predicts at its load; 1 is healthy
+    model_health: float | None = None
     #: why a fact is None, where the reader knows ("listing pods failed: 403 Forbidden")
     missing_why: Mapping[str, str] = field(default_factory=dict)
 
@@ -78,7 +84,10 @@ class KubeFacts:
 class Windows:
     """The two windows compared, in whole seconds."""
 
-    now_seconds: int = 60
+    #: the engine's own metric window (readings/prometheus.py DEFAULT_WINDOW): the diagnosis reads the same 30 s
+    #: that started the playbook, which starts 2-3 ticks after the symptom. A minute would be half healthy
+    #: traffic at the playbook's start, and would dilute a 2.5x slowdown under the degraded-pods threshold.
+    now_seconds: int = 30
     #: the issue's "10 minutes before"
     before_seconds: int = 600
     #: how long before the query the instant diagnosed lies (0: now)
@@ -92,6 +101,8 @@ _STAGE_MEAN = ('1000 * sum(rate(forescale_request_duration_seconds_sum{$sel,stag
 #: field -> PromQL template ($sel: label matchers; $range, $offset: the window)
 PAIR_QUERIES: dict[str, str] = {
     "rate_rps": "sum(rate(forescale_requests_total{$sel}[$range]$offset))",
+    # the load each pod carries: a rise the forecast's added pods absorbed is no overload
+    "rate_per_pod_rps": "avg(sum by (pod) (rate(forescale_requests_total{$sel}[$range]$offset)))",
     "error_ratio": ('(sum(rate(forescale_requests_total{$sel,code=~"5..|429"}[$range]$offset)) or vector(0))'
                     " / sum(rate(forescale_requests_total{$sel}[$range]$offset))"),
     "queue_depth": "sum(avg_over_time(forescale_queue_depth{$sel}[$range]$offset))",
@@ -101,6 +112,10 @@ PAIR_QUERIES: dict[str, str] = {
     "preprocess_ms": Template(_STAGE_MEAN).safe_substitute(stage="preprocess"),
     "compute_ms": Template(_STAGE_MEAN).safe_substitute(stage="compute"),
     "postprocess_ms": Template(_STAGE_MEAN).safe_substitute(stage="postprocess"),
+    # Device time per item that reached the device. Not compute_ms / batch_size_mean: the compute stage is
+    # recorded per request, cache hits with 0, so a falling hit ratio would read as a slower device.
+    "compute_per_item_ms": ("1000 * sum(rate(forescale_device_busy_seconds_total{$sel}[$range]$offset))"
+                            " / sum(rate(forescale_batch_size_sum{$sel}[$range]$offset))"),
     # A hit counter has no series before its first hit: absent hits are 0 hits.
     "result_cache_hit_ratio": ("(sum(rate(forescale_cache_hits_total{$sel}[$range]$offset)) or vector(0))"
                                " / ((sum(rate(forescale_cache_hits_total{$sel}[$range]$offset)) or vector(0))"
@@ -124,12 +139,18 @@ VALUE_QUERIES: dict[str, str] = {
 }
 POD_P99_QUERY = ('1000 * histogram_quantile(0.99, sum by (pod, le) '
                  '(rate(forescale_request_duration_seconds_bucket{$sel,stage="total"}[$range]$offset)))')
+#: device time per item computed, per pod: what tells a slow pod from a pod that only queued longer
+POD_COMPUTE_QUERY = ("1000 * sum by (pod) (rate(forescale_device_busy_seconds_total{$sel}[$range]$offset))"
+                     " / sum by (pod) (rate(forescale_batch_size_sum{$sel}[$range]$offset))")
+#: per-pod field -> its query over the "now" window
+POD_QUERIES = {"pod_p99_ms": POD_P99_QUERY, "pod_compute_per_item_ms": POD_COMPUTE_QUERY}
 
 #: evidence the model server has no series for, and so is always missing from Prometheus
 NOT_EXPORTED: dict[str, str] = {
     "kv_hit_ratio": "the model server has no prefix cache, so no prefix (KV) cache hit series",
 }
-_FACT_FIELDS = ("oom_killed_containers", "restarted_containers", "revision_changed", "revision_age_seconds")
+_FACT_FIELDS = ("oom_killed_containers", "restarted_containers", "revision_changed", "revision_age_seconds",
+                "model_health")
 
 
 def selector(namespace: str, deployment: str, pool: str | None) -> str:
@@ -142,7 +163,7 @@ def selector(namespace: str, deployment: str, pool: str | None) -> str:
 
 def queries(namespace: str, deployment: str, pool: str | None = "a",
             windows: Windows = Windows()) -> dict[str, str]:
-    """Every query by key: `<field>.now`, `<field>.before`, `<value field>.now` and `pod_p99_ms.now`."""
+    """Every query by key: `<field>.now`, `<field>.before`, `<value field>.now` and `<pod field>.now`."""
     sel = selector(namespace, deployment, pool)
     ago = max(0, int(windows.ago_seconds))
     spans = {"now": (int(windows.now_seconds), ago),
@@ -154,7 +175,7 @@ def queries(namespace: str, deployment: str, pool: str | None = "a",
 
     out = {f"{name}.{side}": fill(template, side) for name, template in PAIR_QUERIES.items() for side in spans}
     out |= {f"{name}.now": fill(template, "now") for name, template in VALUE_QUERIES.items()}
-    out["pod_p99_ms.now"] = fill(POD_P99_QUERY, "now")
+    out |= {f"{name}.now": fill(template, "now") for name, template in POD_QUERIES.items()}
     return out
 
 
@@ -164,7 +185,8 @@ async def gather_evidence(prom: PromQuery, namespace: str, deployment: str, *, p
     """The Evidence for one pool; takes at most about `timeout_s`, whatever Prometheus does."""
     texts = queries(namespace, deployment, pool, windows)
     keys = list(texts)
-    calls = [_bounded((lambda q=texts[k]: prom.vector(q)) if k == "pod_p99_ms.now" else (lambda q=texts[k]: prom.scalar(q)),
+    vectors = {f"{name}.now" for name in POD_QUERIES}
+    calls = [_bounded((lambda q=texts[k]: prom.vector(q)) if k in vectors else (lambda q=texts[k]: prom.scalar(q)),
                       timeout_s) for k in keys]
     if facts is not None:
         calls.append(_bounded(facts, timeout_s))
@@ -172,7 +194,7 @@ async def gather_evidence(prom: PromQuery, namespace: str, deployment: str, *, p
     why: dict[str, str] = dict(NOT_EXPORTED)
     got: dict[str, float | None] = {}
     for key, (value, problem) in zip(keys, answers):
-        if key == "pod_p99_ms.now":
+        if key in vectors:
             continue
         reading = _reading(value)
         if reading is None:
@@ -187,19 +209,13 @@ async def gather_evidence(prom: PromQuery, namespace: str, deployment: str, *, p
         kwargs[name] = got.get(f"{name}.now")
         if kwargs[name] is None:
             why[name] = why.pop(f"{name}.now", "no series")
-    for side in ("now", "before"):
-        compute, batch = got.get(f"compute_ms.{side}"), got.get(f"batch_size_mean.{side}")
-        got[f"compute_per_item_ms.{side}"] = compute / batch if compute is not None and batch else None
-    kwargs["compute_per_item_ms"] = _pair("compute_per_item_ms", got["compute_per_item_ms.now"],
-                                          got["compute_per_item_ms.before"], why,
-                                          reason="needs compute_ms and batch_size_mean")
-
-    pods, problem = answers[keys.index("pod_p99_ms.now")]
-    pods = {str(k): v for k, v in ((k, _reading(v)) for k, v in (pods or {}).items())} if isinstance(pods, dict) else {}
-    pods = {k: v for k, v in pods.items() if v is not None}
-    kwargs["pod_p99_ms"] = pods or None
-    if not pods:
-        why["pod_p99_ms"] = problem or "no series"
+    for name in POD_QUERIES:
+        pods, problem = answers[keys.index(f"{name}.now")]
+        pods = {str(k): v for k, v in ((k, _reading(v)) for k, v in (pods or {}).items())} if isinstance(pods, dict) else {}
+        pods = {k: v for k, v in pods.items() if v is not None}
+        kwargs[name] = pods or None
+        if not pods:
+            why[name] = problem or "no series"
 
     if facts is None:
         for name in _FACT_FIELDS:
@@ -215,7 +231,7 @@ async def gather_evidence(prom: PromQuery, namespace: str, deployment: str, *, p
         else:
             for name in _FACT_FIELDS:
                 why[name] = problem or f"facts were not KubeFacts: {type(value).__name__}"
-    return Evidence(**kwargs, missing_why=why)  # type: ignore[arg-type]
+    return Evidence(**kwargs, now_seconds=float(windows.now_seconds), missing_why=why)  # type: ignore[arg-type]
 
 
 async def _bounded(call: Callable[[], Awaitable], timeout_s: float) -> tuple[object, str | None]:
@@ -235,15 +251,10 @@ def _reading(value: object) -> float | None:
     return value if math.isfinite(value) and value >= 0 else None
 
 
-def _pair(name: str, now: float | None, before: float | None, why: dict[str, str],
-          reason: str | None = None) -> tuple[float | None, float | None] | None:
-    """The pair, None when both sides are missing; a derived field's reason is recorded as the field's."""
+def _pair(name: str, now: float | None, before: float | None, why: dict[str, str]) -> tuple[float | None, float | None] | None:
+    """The pair, None when both sides are missing (the reason recorded under the field's name)."""
     if now is None and before is None:
-        why[name] = reason or why.pop(f"{name}.now", None) or why.get(f"{name}.before", "no series")
+        why[name] = why.pop(f"{name}.now", None) or why.get(f"{name}.before", "no series")
         why.pop(f"{name}.before", None)
         return None
-    if reason is not None:
-        for side, value in (("now", now), ("before", before)):
-            if value is None:
-                why[f"{name}.{side}"] = reason
     return now, before

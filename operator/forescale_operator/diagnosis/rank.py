@@ -39,6 +39,10 @@ class Diagnosis:
     def suspected(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.status == SUSPECTED)
 
+    def message_with(self, note: str) -> str | None:
+        """The event's message with `note` after the top cause's numbers (None when nothing is suspected)."""
+        return event_message(list(self.findings), note=note) if note and self.top is not None else self.message
+
     def to_status(self) -> list[dict[str, Any]]:
         """The ranked list for `status.diagnosis`: one entry per cause."""
         return [f.to_json() for f in self.findings]
@@ -84,14 +88,17 @@ def rank(findings: list[Finding], rules: tuple[Rule, ...] = RULES) -> list[Findi
     return sorted(findings, key=key)
 
 
-def event_message(ranked: list[Finding], rules: tuple[Rule, ...] = RULES) -> str | None:
-    """`Cache failure suspected: kv cache 97% used, ...; hit rate 0.31 (was 0.82). Also suspected: ...`"""
+def event_message(ranked: list[Finding], rules: tuple[Rule, ...] = RULES, note: str = "") -> str | None:
+    """`Cache failure suspected: kv cache 97% used, ...; hit rate 0.31 (was 0.82). Also suspected: ...`;
+    `note` (what the operator does about it, remedy.py) follows the top cause's numbers."""
     suspected = [f for f in ranked if f.status == SUSPECTED]
     if not suspected:
         return None
     titles = {rule.cause: rule.title for rule in rules}
     top = suspected[0]
     text = f"{titles.get(top.cause, top.cause)} suspected ({top.cause}): {top.summary}"
+    if note:
+        text += f". {note}"
     if len(suspected) > 1:
         text += ". Also suspected: " + ", ".join(f"{f.cause} ({f.summary})" for f in suspected[1:])
     return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS - 3] + "..."

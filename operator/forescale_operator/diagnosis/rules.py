@@ -33,6 +33,7 @@ STATUSES = (SUSPECTED, CLEAR, UNKNOWN)
 
 #: overload: the rate up 30%. A steady service's one-minute rate moves a few percent (Poisson noise at
 #: >= 10 rps, slow drift over 10 min); +30% takes a pool at the calibrated ~60% utilisation to ~80%, where queues grow fast.
+#: Read per pod where the evidence has it: a rise the forecast's added pods carry is no overload of the pods.
 RATE_GROWTH_MIN = 1.3
 #: overload: the queue (depth or wait) at least doubled. A healthy batcher drains its queue every batch,
 #: so depth and wait hover at a steady level; doubling is growth, not jitter.
@@ -45,6 +46,11 @@ QUEUE_WAIT_MIN_MS = 10.0
 #: degraded pods: compute per item up 50%. At a steady batch it varies well under 20% minute to minute
 #: (batch composition, kernel choice); the benchmark's slowdown fault (2.5x) is far past 1.5x.
 COMPUTE_PER_ITEM_GROWTH_MIN = 1.5
+#: degraded pods: or the operator's latency model puts the pool's latency at 1.5x what it predicts at the load it
+#: carries (its health). The model already accounts for load and precision, where per-item compute cannot see a
+#: slowdown that a growing batch amortises; the engine's deviation trigger is 2x. The health moves half-way to each
+#: sample's and skips the ticks after an overload, so it can lag: one signal of two. An overload leaves it at 1.
+MODEL_HEALTH_MIN = 1.5
 #: degraded pods: "at the same batch" means the batch did not shrink below 0.75x. A smaller batch spreads the
 #: fixed per-batch cost over fewer items and raises per-item compute by itself (a larger batch lowers it).
 BATCH_SHRINK_MIN = 0.75
@@ -55,6 +61,10 @@ POD_OUTLIER_RATIO = 2.0
 POD_OUTLIER_MIN_MS = 50.0
 #: bad pod: at least 2 pods reporting, or there are no "others".
 POD_MIN_COUNT = 2
+#: bad pod: and its device time per item at least 1.5x the others' median, where the evidence has it. A p99 is a
+#: tail: the first pod to catch a pool-wide slowdown, or one unlucky queue, sits 2x out for seconds. A bad device
+#: costs 2x and more per item; a pod that only queued longer runs larger batches, which cost less per item.
+POD_DEVICE_RATIO = 1.5
 #: cache failure: a hit ratio down by 0.15 (absolute). One-minute hit ratios move by a few hundredths at steady
 #: traffic; 0.15 is several times that and sends >= 15% more items to the device.
 HIT_RATIO_DROP_MIN = 0.15
@@ -223,6 +233,13 @@ def _all(*values: bool | None) -> bool | None:
     return True if all(v is True for v in values) else None
 
 
+def _either(*values: bool | None) -> bool | None:
+    """Two ways to tell the same thing: True if any is True, else False if any is False, else None."""
+    if any(v is True for v in values):
+        return True
+    return False if any(v is False for v in values) else None
+
+
 def _any(*values: bool | None) -> bool | None:
     """Kleene OR: True if any is True, False if all are False, else None."""
     if any(v is True for v in values):
@@ -276,6 +293,14 @@ def _pct(value: float) -> str:
     return f"{value * 100:.0f}%"
 
 
+def _window(ev: Evidence) -> str:
+    """The "now" window as a message says it: `10 s`, `minute` (the default 60 s), or `window` when unknown."""
+    seconds = clean(getattr(ev, "now_seconds", None))
+    if not seconds:
+        return "window"
+    return "minute" if seconds == 60 else f"{fmt(seconds)} s"
+
+
 def _gib(value: float) -> str:
     return f"{value / 2**30:.1f} GiB"
 
@@ -287,8 +312,10 @@ def check_overload(ev: Evidence) -> Finding:
     """Queue growth with the rate up."""
     r = _Read(ev)
     rate, queue, wait = r.pair("rate_rps"), r.pair("queue_depth"), r.pair("queue_wait_ms")
+    per_pod = r.pair("rate_per_pod_rps")
     util = r.now("gpu_utilisation_ratio")
-    rate_up = None if rate is None else _growth(rate) >= RATE_GROWTH_MIN
+    load = per_pod or rate
+    rate_up = None if load is None else _growth(load) >= RATE_GROWTH_MIN
     depth_up = None if queue is None else queue[0] >= max(QUEUE_MIN_ITEMS, QUEUE_GROWTH_MIN * queue[1])
     wait_up = False if wait is None else wait[0] >= max(QUEUE_WAIT_MIN_MS, QUEUE_GROWTH_MIN * wait[1])
     verdict = _all(rate_up, _any(depth_up, wait_up))
@@ -296,8 +323,9 @@ def check_overload(ev: Evidence) -> Finding:
     if verdict:
         queue_score = max(_past(_growth(queue), QUEUE_GROWTH_MIN) if depth_up else 0.0,
                           _past(_growth(wait), QUEUE_GROWTH_MIN) if wait_up else 0.0)
-        score = min(_past(_growth(rate), RATE_GROWTH_MIN), queue_score)
-    parts = [_was("rate", rate, "rps") if rate else "", _was("queue", queue, "items") if queue else "",
+        score = min(_past(_growth(load), RATE_GROWTH_MIN), queue_score)
+    parts = [_was("rate", rate, "rps") if rate else "", _was("per pod", per_pod, "rps") if per_pod else "",
+             _was("queue", queue, "items") if queue else "",
              _was("queue wait", wait, "ms") if wait else "", f"GPU {_pct(min(util, 1.0))} busy" if util is not None else ""]
     return r.finding("overload", verdict, score, parts)
 
@@ -306,12 +334,18 @@ def check_degraded_pods(ev: Evidence) -> Finding:
     """Compute per item up at the same batch size."""
     r = _Read(ev)
     per_item, batch = r.pair("compute_per_item_ms"), r.pair("batch_size_mean")
+    health = r.value("model_health")
     up = None if per_item is None else _growth(per_item) >= COMPUTE_PER_ITEM_GROWTH_MIN
     same_batch = None if batch is None else (batch[1] == 0 or batch[0] >= BATCH_SHRINK_MIN * batch[1])
-    verdict = _all(up, same_batch)
-    score = _past(_growth(per_item), COMPUTE_PER_ITEM_GROWTH_MIN) if verdict else 0.0
+    by_compute = _all(up, same_batch)
+    by_model = None if health is None else health >= MODEL_HEALTH_MIN
+    # Either shows it; and where per-item compute cannot tell (its evidence missing), the model's "no" decides.
+    verdict = _either(by_compute, by_model)
+    score = max(_past(_growth(per_item), COMPUTE_PER_ITEM_GROWTH_MIN) if by_compute else 0.0,
+                _past(health, MODEL_HEALTH_MIN) if by_model else 0.0)
     parts = [_was("compute per item", per_item, "ms") if per_item else "",
-             _was("batch", batch, "items") if batch else ""]
+             _was("batch", batch, "items") if batch else "",
+             f"latency {fmt(health)}x the latency model's at this load" if health is not None else ""]
     if same_batch is False:
         parts.append("the batch shrank, so per-item compute is not comparable")
     return r.finding("degraded-pods", verdict, score, parts)
@@ -332,12 +366,33 @@ def check_bad_pod(ev: Evidence) -> Finding:
     ratio = worst_ms / median if median > 0 else math.inf
     far = ratio >= POD_OUTLIER_RATIO and worst_ms - median >= POD_OUTLIER_MIN_MS
     alone = second < POD_OUTLIER_RATIO * median if median > 0 else second == 0
-    verdict = far and alone
+    device = _device_ratio(ev, worst)
+    if device is None:
+        r.missing.append("pod_compute_per_item_ms")
+    slow_device = True if device is None else device >= POD_DEVICE_RATIO
+    verdict = far and alone and slow_device
     score = _past(ratio, POD_OUTLIER_RATIO) if verdict else 0.0
     text = f"pod {worst} p99 {fmt(worst_ms)} ms vs {fmt(median)} ms median of the other {len(others)}"
+    if device is not None:
+        text += f", {fmt(device)}x their device time per item"
     if far and not alone:
         text += "; more than one pod is slow"
+    elif far and not slow_device:
+        text += "; its device is not slower, so the p99 is a queue, not the pod"
     return r.finding("bad-pod", verdict, score, [text])
+
+
+def _device_ratio(ev: Evidence, pod: str) -> float | None:
+    """`pod`'s device time per item over the others' median; None when not known for it and another pod."""
+    raw = getattr(ev, "pod_compute_per_item_ms", None)
+    if not isinstance(raw, Mapping):
+        return None
+    pods = {str(k): v for k, v in ((k, clean(v)) for k, v in raw.items()) if v is not None}
+    others = [ms for name, ms in pods.items() if name != pod]
+    if pod not in pods or not others:
+        return None
+    median = statistics.median(others)
+    return pods[pod] / median if median > 0 else math.inf
 
 
 def check_cache_failure(ev: Evidence) -> Finding:
@@ -382,7 +437,7 @@ def check_memory_pressure(ev: Evidence) -> Finding:
               _past(_growth(memory), GPU_MEMORY_GROWTH_MIN) if grown else 0.0]
     parts = [f"{fmt(ooms)} container(s) OOMKilled" if ooms is not None else "",
              f"{fmt(restarts)} restart(s)" if restarts is not None else "",
-             f"{fmt(warnings)} out-of-memory warning(s) in the last minute" if warned else "",
+             f"{fmt(warnings)} out-of-memory warning(s) in the last {_window(ev)}" if warned else "",
              f"GPU memory {_gib(memory[0])} (was {_gib(memory[1])})" if memory else ""]
     return r.finding("memory-pressure", verdict, max(scores), parts)
 
@@ -420,16 +475,19 @@ def check_request_mix(ev: Evidence) -> Finding:
 # -- the checklist ------------------------------------------------------------------------------
 
 RULES: tuple[Rule, ...] = (
-    Rule("overload", "Overload", needs=("rate_rps", "queue_depth"), uses=("queue_wait_ms", "gpu_utilisation_ratio"),
+    Rule("overload", "Overload", needs=("rate_rps", "queue_depth"),
+         uses=("rate_per_pod_rps", "queue_wait_ms", "gpu_utilisation_ratio"),
          thresholds={"RATE_GROWTH_MIN": RATE_GROWTH_MIN, "QUEUE_GROWTH_MIN": QUEUE_GROWTH_MIN,
                      "QUEUE_MIN_ITEMS": QUEUE_MIN_ITEMS, "QUEUE_WAIT_MIN_MS": QUEUE_WAIT_MIN_MS},
          explains=("cache-failure",), check=check_overload),
-    Rule("degraded-pods", "Degraded pods", needs=("compute_per_item_ms", "batch_size_mean"), uses=(),
-         thresholds={"COMPUTE_PER_ITEM_GROWTH_MIN": COMPUTE_PER_ITEM_GROWTH_MIN, "BATCH_SHRINK_MIN": BATCH_SHRINK_MIN},
-         explains=(), check=check_degraded_pods),
-    Rule("bad-pod", "One bad pod", needs=("pod_p99_ms",), uses=(),
+    Rule("degraded-pods", "Degraded pods", needs=("compute_per_item_ms", "batch_size_mean"), uses=("model_health",),
+         thresholds={"COMPUTE_PER_ITEM_GROWTH_MIN": COMPUTE_PER_ITEM_GROWTH_MIN, "BATCH_SHRINK_MIN": BATCH_SHRINK_MIN,
+                     "MODEL_HEALTH_MIN": MODEL_HEALTH_MIN},
+         # slower items make the same load queue; more load never makes items slower (larger batches, cheaper items)
+         explains=("overload",), check=check_degraded_pods),
+    Rule("bad-pod", "One bad pod", needs=("pod_p99_ms",), uses=("pod_compute_per_item_ms",),
          thresholds={"POD_OUTLIER_RATIO": POD_OUTLIER_RATIO, "POD_OUTLIER_MIN_MS": POD_OUTLIER_MIN_MS,
-                     "POD_MIN_COUNT": POD_MIN_COUNT},
+                     "POD_MIN_COUNT": POD_MIN_COUNT, "POD_DEVICE_RATIO": POD_DEVICE_RATIO},
          explains=("degraded-pods",), check=check_bad_pod),
     Rule("cache-failure", "Cache failure", needs=(),
          uses=("result_cache_hit_ratio", "kv_used_ratio", "kv_fragmentation_ratio", "kv_hit_ratio"),

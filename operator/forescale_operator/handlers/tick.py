@@ -135,10 +135,13 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
             await _undo(deps.api, owner, ahead)
         raise
 
-    # Diagnose beside the playbook, on the tick that started it; a task of its own, never awaited here.
-    if loop.diagnoses is not None and not decision.preview and _starts_an_incident(decision):
+    # Diagnose beside the relief, on the tick that started it (the playbook, or B taking an overload's excess);
+    # a task of its own, never awaited here.
+    trigger = _diagnosis_trigger(decision)
+    if loop.diagnoses is not None and not decision.preview and trigger is not None:
         loop.diagnoses.start(api=deps.api, events=deps.events, telemetry=loop.telemetry, owner=owner,
-                             prometheus_url=binding.prometheus_url, status=status, now=now)
+                             prometheus_url=binding.prometheus_url, status=status, now=now, trigger=trigger,
+                             admin_secret=binding.admin_secret, health=(decision.models.get("a") or {}).get("health"))
 
     # Report, always: status (scoring past forecasts), then the operator's metrics, then one status write.
     record_decision(update, decision, forecast, reading, report, memory, now)
@@ -147,8 +150,17 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     return f"observed: {seen.summary()}"
 
 
-def _starts_an_incident(decision: Decision) -> bool:
-    return any(e.reason is Reason.EMERGENCY_STARTED for e in decision.events)
+def _diagnosis_trigger(decision: Decision) -> Reason | None:
+    """EmergencyStarted (the playbook starts), else Overload (B takes the excess), else None.
+
+    Why an overload too: the engine answers an overload without the playbook, so an SRE would never see
+    "overload suspected" at an incident; the Overload event is where that relief starts.
+    """
+    reasons = {e.reason for e in decision.events}
+    for reason in (Reason.EMERGENCY_STARTED, Reason.OVERLOAD):
+        if reason in reasons:
+            return reason
+    return None
 
 
 def _moves_the_incident(before: EngineState, after: EngineState) -> bool:

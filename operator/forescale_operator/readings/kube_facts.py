@@ -8,6 +8,10 @@
   annotation above 1 is a revision newer than its first, and the ReplicaSet of
   that revision was created when the rollout began.
 
+`with_model_health` adds the operator's own latency model's health of the
+pool (status.pools.<pool>.model.health; the incident's diagnosis passes the
+one its tick just computed).
+
 A rollback re-uses an old ReplicaSet, whose creation time is old, so a recent
 rollback reads as an old revision (a known limit). Each part fails on its
 own: a refused pod list leaves only the restarts and OOM kills missing, with
@@ -16,7 +20,9 @@ the reason in `KubeFacts.missing_why`.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import math
 from typing import Any, Mapping
 
 from forescale_operator.diagnosis import KubeFacts
@@ -97,3 +103,19 @@ def _epoch(text: Any) -> float | None:
 
 def _short(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"[:200]
+
+
+def status_model_health(status: Mapping[str, Any] | None, pool: str) -> float | None:
+    """status.pools.<pool>.model.health as written by the operator, or None."""
+    pools = (status or {}).get("pools") if isinstance(status, Mapping) else None
+    model = ((pools or {}).get(pool) or {}).get("model") if isinstance(pools, Mapping) else None
+    value = model.get("health") if isinstance(model, Mapping) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+
+
+def with_model_health(facts: KubeFacts, health: float | None, why: str) -> KubeFacts:
+    """`facts` with the pool's model health; `why` it is missing when None."""
+    missing = dict(facts.missing_why)
+    if health is None:
+        missing["model_health"] = why
+    return dataclasses.replace(facts, model_health=health, missing_why=missing)

@@ -15,15 +15,15 @@ import yaml
 
 from forescale_operator.diagnosis import KubeFacts, Windows, diagnose, gather_evidence
 from forescale_operator.diagnosis.evidence import PAIR_FIELDS
-from forescale_operator.diagnosis.gather import NOT_EXPORTED, PAIR_QUERIES, VALUE_QUERIES, queries
+from forescale_operator.diagnosis.gather import NOT_EXPORTED, PAIR_QUERIES, POD_QUERIES, VALUE_QUERIES, queries
 from forescale_operator.diagnosis.rules import UNKNOWN
 
 HANG = object()
 
 #: what a healthy pool answers, by query key
 HEALTHY = {
-    "rate_rps": 200.0, "error_ratio": 0.0, "queue_depth": 5.0, "batch_size_mean": 8.0,
-    "queue_wait_ms": 5.0, "preprocess_ms": 1.0, "compute_ms": 40.0, "postprocess_ms": 1.0,
+    "rate_rps": 200.0, "rate_per_pod_rps": 100.0, "error_ratio": 0.0, "queue_depth": 5.0, "batch_size_mean": 8.0,
+    "queue_wait_ms": 5.0, "preprocess_ms": 1.0, "compute_ms": 40.0, "postprocess_ms": 1.0, "compute_per_item_ms": 5.0,
     "result_cache_hit_ratio": 0.8, "kv_used_ratio": 0.9, "gpu_memory_bytes": 1e10,
     "kv_fragmentation_ratio": 0.05, "gpu_utilisation_ratio": 0.6, "input_tokens_mean": 40.0, "output_tokens_mean": 20.0,
 }
@@ -64,16 +64,17 @@ def _both(values: dict[str, object]) -> dict[str, object]:
 
 async def test_a_healthy_pool_gives_complete_prometheus_evidence():
     prom = FakeProm(_both(HEALTHY) | HEALTHY_NOW)
-    evidence = await gather_evidence(prom, "ml", "chat", facts=_facts(KubeFacts(0, 0, False, 86400.0)))
+    evidence = await gather_evidence(prom, "ml", "chat", facts=_facts(KubeFacts(0, 0, False, 86400.0, model_health=1.0)))
     for name, value in HEALTHY.items():
         assert getattr(evidence, name) == (value, value), name
     assert evidence.compute_per_item_ms == (5.0, 5.0)
-    assert evidence.pod_p99_ms == PODS
+    assert evidence.pod_p99_ms == PODS and evidence.pod_compute_per_item_ms == PODS  # the fake answers every vector alike
+    assert evidence.model_health == 1.0
     assert (evidence.oom_killed_containers, evidence.restarted_containers, evidence.revision_changed) == (0, 0, False)
     assert evidence.oom_warnings == 0.0
     assert set(evidence.missing()) == set(NOT_EXPORTED) == {"kv_hit_ratio"}
     assert {k: v for k, v in evidence.missing_why.items()} == NOT_EXPORTED
-    assert len(prom.asked) == 2 * len(PAIR_QUERIES) + len(VALUE_QUERIES) + 1
+    assert len(prom.asked) == 2 * len(PAIR_QUERIES) + len(VALUE_QUERIES) + len(POD_QUERIES)
 
 
 async def test_the_healthy_pool_suspects_nothing_and_every_rule_decides():
@@ -122,11 +123,14 @@ async def test_both_sides_missing_leave_the_field_missing():
     assert evidence.kv_used_ratio is None and evidence.missing_why["kv_used_ratio"] == "no series"
 
 
-async def test_compute_per_item_is_missing_when_its_parts_are():
-    prom = FakeProm(_both(HEALTHY) | {"batch_size_mean.before": None})
+async def test_compute_per_item_is_device_time_per_item_computed_so_cache_hits_do_not_dilute_it():
+    text = queries("ml", "chat", "a")["compute_per_item_ms.now"]
+    assert "forescale_device_busy_seconds_total" in text and "forescale_batch_size_sum" in text
+    assert "stage=" not in text  # not the per-request compute stage, where a cache hit counts 0
+    prom = FakeProm(_both(HEALTHY) | {"compute_per_item_ms.before": None})
     evidence = await gather_evidence(prom, "ml", "chat")
     assert evidence.compute_per_item_ms == (5.0, None)
-    assert "batch_size_mean" in evidence.missing_why["compute_per_item_ms.before"]
+    assert evidence.missing_why["compute_per_item_ms.before"] == "no series"
 
 
 async def test_prometheus_down_gives_no_evidence_and_an_unknown_diagnosis_in_bounded_time():
@@ -190,8 +194,8 @@ async def test_the_facts_reader_says_why_a_fact_is_missing():
 
 def test_windows_reach_back_with_offsets():
     now = queries("ml", "chat", "a", Windows())
-    assert "[60s])" in now["rate_rps.now"] and "offset" not in now["rate_rps.now"]
-    assert "[600s] offset 60s)" in now["rate_rps.before"]
+    assert "[30s])" in now["rate_rps.now"] and "offset" not in now["rate_rps.now"]
+    assert "[600s] offset 30s)" in now["rate_rps.before"]
     later = queries("ml", "chat", "a", Windows(now_seconds=30, before_seconds=300, ago_seconds=120))
     assert "[30s] offset 120s)" in later["rate_rps.now"]
     assert "[300s] offset 150s)" in later["rate_rps.before"]
@@ -272,8 +276,10 @@ def _series() -> list[dict]:
 
 
 #: what pool a of that scene reads, per field
-SCENE = {"rate_rps": 200.0, "error_ratio": 0.0, "queue_depth": 5.0, "batch_size_mean": 8.0, "queue_wait_ms": 5.0,
+SCENE = {"rate_rps": 200.0, "rate_per_pod_rps": 100.0, "error_ratio": 0.0, "queue_depth": 5.0, "batch_size_mean": 8.0, "queue_wait_ms": 5.0,
          "preprocess_ms": 1.0, "compute_ms": 40.0, "postprocess_ms": 1.0, "result_cache_hit_ratio": 0.8,
+         # device-busy seconds over items batched: (0.6 + 0.9) s/s over 2 x 1200 items per 15 s
+         "compute_per_item_ms": 9.375,
          "kv_used_ratio": 0.9, "gpu_memory_bytes": 1.2e10, "kv_fragmentation_ratio": 0.09,
          "gpu_utilisation_ratio": 0.75, "input_tokens_mean": 40.0, "output_tokens_mean": 20.0}
 #: what the "now"-only queries read at 18m, as a range: increase() extrapolates the warnings it sees in the
@@ -285,13 +291,16 @@ def test_promtool_evaluates_every_query_on_server_shaped_series(tmp_path):
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool is not installed (run `make system-deps`: Debian's prometheus package)")
-    texts = queries("ml", "chat", "a")
+    texts = queries("ml", "chat", "a", Windows(now_seconds=60))  # a minute: four of the scene's 15 s scrapes
     checks = []
     for key, text in texts.items():
         name = key.split(".")[0]
         if name == "pod_p99_ms":
             expr = f"count(({text}) > 0)"
             value = 2
+        elif name == "pod_compute_per_item_ms":  # 0.6 and 0.9 busy-seconds/s over 80 items/s each: 7.5 and 11.25 ms
+            expr = f"sum({text})"
+            value = 18.75
         elif name in SCENE_NOW:
             low, high = SCENE_NOW[name]
             expr = f"(({text}) > bool {low!r}) * (({text}) < bool {high!r})"

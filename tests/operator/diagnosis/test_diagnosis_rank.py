@@ -33,7 +33,9 @@ def test_the_top_cause_is_the_injected_one(cause):
 
 # the confounders each case carries: the other rules that fire too, ranked below the injected cause
 ALSO_SUSPECTED = {
-    "memory-pressure": {"bad-pod", "cache-failure"},
+    "bad-pod": {"degraded-pods"},
+    "cache-failure": {"degraded-pods"},
+    "memory-pressure": {"cache-failure"},  # the cold restarted pod's p99 is out, its device is not: no bad pod
     "rollout": {"degraded-pods", "cache-failure"},
     "request-mix": {"degraded-pods", "cache-failure"},
 }
@@ -49,18 +51,30 @@ def test_a_cause_ranks_above_what_it_explains(cause, others):
 
 def test_one_bad_pod_of_two_outranks_the_slower_pool_it_causes():
     # with two pods, one 3x slower lifts the pool's per-item compute past the degraded threshold too
-    evidence = replace(CONTROL, pod_p99_ms={"chat-a-1": 120.0, "chat-a-2": 400.0}, compute_per_item_ms=(9.0, 5.0))
+    evidence = replace(CONTROL, pod_p99_ms={"chat-a-1": 120.0, "chat-a-2": 400.0}, compute_per_item_ms=(9.0, 5.0),
+                       pod_compute_per_item_ms={"chat-a-1": 5.0, "chat-a-2": 15.0})
     diagnosis = diagnose(evidence)
     assert [f.cause for f in diagnosis.suspected] == ["bad-pod", "degraded-pods"]
+
+
+def test_slower_pods_outrank_the_overload_their_queue_looks_like():
+    # the demo's slowdown in its sales peak: the load per pod up 1.5x, and the items 1.5x dearer at twice the batch
+    evidence = replace(CONTROL, rate_rps=(31.3, 16.0), rate_per_pod_rps=(7.82, 5.32), queue_depth=(5.4, 0.39),
+                       queue_wait_ms=(145.0, 14.3), compute_per_item_ms=(129.0, 84.1), batch_size_mean=(2.09, 1.04))
+    assert [f.cause for f in diagnose(evidence).suspected] == ["degraded-pods", "overload"]
+    # the load alone: the items got cheaper at the larger batch, no pod is slower
+    assert [f.cause for f in diagnose(replace(evidence, compute_per_item_ms=(50.0, 84.1))).suspected] == ["overload"]
 
 
 MESSAGES = {
     "cache-failure": "Cache failure suspected (cache-failure): kv cache 97% used, fragmentation 0.41 (was 0.08), "
                      "kv hit rate 0.8 (was 0.82); hit rate 0.31 (was 0.82)",
-    "overload": "Overload suspected (overload): rate 210 rps (was 100); queue 40 items (was 2); "
-                "queue wait 80 ms (was 5); GPU 98% busy",
-    "degraded-pods": "Degraded pods suspected (degraded-pods): compute per item 12.5 ms (was 5); batch 12 items (was 8)",
-    "bad-pod": "One bad pod suspected (bad-pod): pod chat-a-3 p99 600 ms vs 122 ms median of the other 3",
+    "overload": "Overload suspected (overload): rate 210 rps (was 100); per pod 52.5 rps (was 25); "
+                "queue 40 items (was 2); queue wait 80 ms (was 5); GPU 98% busy",
+    "degraded-pods": "Degraded pods suspected (degraded-pods): compute per item 12.5 ms (was 5); batch 12 items (was 8); "
+                     "latency 2.4x the latency model's at this load",
+    "bad-pod": "One bad pod suspected (bad-pod): pod chat-a-3 p99 600 ms vs 122 ms median of the other 3, "
+               "5x their device time per item",
     "rollout": "Rollout suspected (rollout): new revision 4 min ago",
     "request-mix": "Request mix changed suspected (request-mix): input 300 tokens (was 120); output 50 tokens (was 50)",
     "memory-pressure": "Memory pressure suspected (memory-pressure): 1 container(s) OOMKilled; 1 restart(s); "

@@ -52,12 +52,15 @@ def test_no_rule_fires_on_the_control(rule):
 
 # (cause, evidence, the names the finding must list as missing)
 MISSING_CASES = [
-    ("overload", replace(CAUSE_EVIDENCE["overload"], rate_rps=None), {"rate_rps"}),
+    ("overload", replace(CAUSE_EVIDENCE["overload"], rate_rps=None, rate_per_pod_rps=None), {"rate_rps", "rate_per_pod_rps"}),
     ("overload", replace(CAUSE_EVIDENCE["overload"], queue_depth=None, queue_wait_ms=None), {"queue_depth", "queue_wait_ms"}),
-    ("overload", replace(CAUSE_EVIDENCE["overload"], rate_rps=(210.0, None)), {"rate_rps.before"}),
-    ("degraded-pods", replace(CAUSE_EVIDENCE["degraded-pods"], batch_size_mean=None), {"batch_size_mean"}),
-    ("degraded-pods", replace(CAUSE_EVIDENCE["degraded-pods"], compute_per_item_ms=None), {"compute_per_item_ms"}),
-    ("degraded-pods", replace(CAUSE_EVIDENCE["degraded-pods"], compute_per_item_ms=(12.5, None)), {"compute_per_item_ms.before"}),
+    ("overload", replace(CAUSE_EVIDENCE["overload"], rate_rps=(210.0, None), rate_per_pod_rps=None), {"rate_rps.before"}),
+    ("degraded-pods", replace(CAUSE_EVIDENCE["degraded-pods"], batch_size_mean=None, model_health=None),
+     {"batch_size_mean", "model_health"}),
+    ("degraded-pods", replace(CAUSE_EVIDENCE["degraded-pods"], compute_per_item_ms=None, model_health=None),
+     {"compute_per_item_ms"}),
+    ("degraded-pods", replace(CAUSE_EVIDENCE["degraded-pods"], compute_per_item_ms=(12.5, None), model_health=None),
+     {"compute_per_item_ms.before"}),
     ("bad-pod", replace(CONTROL, pod_p99_ms=None), {"pod_p99_ms"}),
     ("bad-pod", replace(CONTROL, pod_p99_ms={"chat-a-1": 120.0}), {"pod_p99_ms"}),
     ("cache-failure", replace(CONTROL, result_cache_hit_ratio=None, kv_used_ratio=None, kv_fragmentation_ratio=None,
@@ -91,21 +94,40 @@ def test_no_evidence_at_all_is_unknown_for_every_rule(rule):
 
 
 # (cause, evidence, status, a phrase the summary holds): the edges of each rule's logic
+#: the control without the per-pod rate: the overload rule reads the pool's rate then
+TOTAL = replace(CONTROL, rate_per_pod_rps=None)
+
 EDGE_CASES = [
     # a conjunction with one false part is clear even with another part missing
-    ("overload", replace(CONTROL, queue_depth=None, queue_wait_ms=None), CLEAR, "rate 104 rps (was 100)"),
-    ("overload", replace(CONTROL, rate_rps=(210.0, 100.0)), CLEAR, "queue 2.2 items (was 2)"),
-    ("overload", replace(CONTROL, queue_depth=(40.0, 2.0)), CLEAR, "rate 104 rps"),
-    ("overload", replace(CONTROL, rate_rps=(210.0, 100.0), queue_wait_ms=(50.0, 5.0)), SUSPECTED, "queue wait 50 ms (was 5)"),
-    ("overload", replace(CONTROL, rate_rps=(210.0, 100.0), queue_depth=(3.0, 0.5)), CLEAR, "queue 3 items"),
-    ("overload", replace(CONTROL, rate_rps=(50.0, 0.0), queue_depth=(10.0, 0.0)), SUSPECTED, "rate 50 rps (was 0)"),
+    ("overload", replace(TOTAL, queue_depth=None, queue_wait_ms=None), CLEAR, "rate 104 rps (was 100)"),
+    ("overload", replace(TOTAL, rate_rps=(210.0, 100.0)), CLEAR, "queue 2.2 items (was 2)"),
+    ("overload", replace(TOTAL, queue_depth=(40.0, 2.0)), CLEAR, "rate 104 rps"),
+    ("overload", replace(TOTAL, rate_rps=(210.0, 100.0), queue_wait_ms=(50.0, 5.0)), SUSPECTED, "queue wait 50 ms (was 5)"),
+    ("overload", replace(TOTAL, rate_rps=(210.0, 100.0), queue_depth=(3.0, 0.5)), CLEAR, "queue 3 items"),
+    ("overload", replace(TOTAL, rate_rps=(50.0, 0.0), queue_depth=(10.0, 0.0)), SUSPECTED, "rate 50 rps (was 0)"),
+    # the pool's rate doubled, and so did its pods (the forecast's scale-up): no overload of the pods
+    ("overload", replace(CONTROL, rate_rps=(210.0, 100.0), queue_wait_ms=(50.0, 5.0)), CLEAR, "per pod 26 rps (was 25)"),
+    ("overload", replace(CONTROL, rate_rps=(210.0, 100.0), rate_per_pod_rps=(52.0, 25.0), queue_wait_ms=(50.0, 5.0)),
+     SUSPECTED, "rate 210 rps (was 100); per pod 52 rps (was 25)"),
     ("degraded-pods", replace(CONTROL, compute_per_item_ms=(12.5, 5.0), batch_size_mean=(3.0, 8.0)), CLEAR,
      "not comparable"),
     ("degraded-pods", replace(CONTROL, compute_per_item_ms=(7.0, 5.0)), CLEAR, "compute per item 7 ms (was 5)"),
+    # a slowdown a growing batch amortises: per-item compute cannot see it, the latency model can
+    ("degraded-pods", replace(CONTROL, compute_per_item_ms=(6.0, 5.0), batch_size_mean=(16.0, 8.0), model_health=2.3),
+     SUSPECTED, "latency 2.3x the latency model's at this load"),
+    ("degraded-pods", replace(CONTROL, model_health=1.4), CLEAR, "latency 1.4x"),
+    # per-item compute unknown: the model's "no" decides; its "yes" too
+    ("degraded-pods", replace(CONTROL, compute_per_item_ms=None), CLEAR, "latency 1x"),
+    ("degraded-pods", replace(CONTROL, compute_per_item_ms=None, model_health=None), UNKNOWN, "missing compute_per_item_ms"),
     ("bad-pod", replace(CONTROL, pod_p99_ms={"a": 120.0, "b": 125.0, "c": 600.0, "d": 610.0}), CLEAR,
      "more than one pod"),
     ("bad-pod", replace(CONTROL, pod_p99_ms={"a": 4.0, "b": 9.0}), CLEAR, "pod b p99 9 ms"),
     ("bad-pod", replace(CONTROL, pod_p99_ms={"a": 100.0, "b": 300.0}), SUSPECTED, "pod b p99 300 ms vs 100 ms"),
+    # the p99 outlier's device is no slower: the first pod to catch a pool-wide slowdown, or an unlucky queue
+    ("bad-pod", replace(CONTROL, pod_p99_ms={"a": 100.0, "b": 300.0}, pod_compute_per_item_ms={"a": 80.0, "b": 90.0}),
+     CLEAR, "1.12x their device time per item; its device is not slower, so the p99 is a queue, not the pod"),
+    ("bad-pod", replace(CONTROL, pod_p99_ms={"a": 100.0, "b": 300.0}, pod_compute_per_item_ms={"a": 80.0, "b": 240.0}),
+     SUSPECTED, "pod b p99 300 ms vs 100 ms median of the other 1, 3x their device time per item"),
     ("cache-failure", replace(CONTROL, kv_used_ratio=None, kv_fragmentation_ratio=None, kv_hit_ratio=None), CLEAR,
      "hit rate 0.79 (was 0.8)"),
     ("cache-failure", replace(CONTROL, result_cache_hit_ratio=None, kv_used_ratio=(0.99, 0.5)), SUSPECTED,
@@ -117,8 +139,10 @@ EDGE_CASES = [
     ("memory-pressure", replace(CONTROL, oom_killed_containers=None, restarted_containers=None,
                                 gpu_memory_bytes=(14.0 * 2**30, 10.0 * 2**30)), SUSPECTED, "GPU memory"),
     # the memory_pressure fault on an emulated pod: no container dies, allocations are refused
-    ("memory-pressure", replace(CONTROL, oom_killed_containers=None, restarted_containers=None, oom_warnings=3.0),
-     SUSPECTED, "3 out-of-memory warning(s) in the last minute"),
+    ("memory-pressure", replace(CONTROL, oom_killed_containers=None, restarted_containers=None, oom_warnings=3.0,
+                                now_seconds=60.0), SUSPECTED, "3 out-of-memory warning(s) in the last minute"),
+    ("memory-pressure", replace(CONTROL, oom_warnings=3.0, now_seconds=10.0), SUSPECTED, "warning(s) in the last 10 s"),
+    ("memory-pressure", replace(CONTROL, oom_warnings=3.0), SUSPECTED, "warning(s) in the last window"),
     ("memory-pressure", replace(CONTROL, oom_warnings=0.4), CLEAR, "0 container(s) OOMKilled"),
     ("memory-pressure", replace(CONTROL, oom_killed_containers=None, restarted_containers=None, oom_warnings=0.0),
      UNKNOWN, "missing oom_killed_containers, restarted_containers"),
@@ -139,7 +163,7 @@ def test_rule_edges(cause, evidence, status, phrase):
 
 def test_scores_grow_with_the_evidence():
     rule = BY_CAUSE["overload"]
-    scores = [evaluate(rule, replace(CONTROL, rate_rps=(rate, 100.0), queue_depth=(40.0, 2.0))).score
+    scores = [evaluate(rule, replace(TOTAL, rate_rps=(rate, 100.0), queue_depth=(40.0, 2.0))).score
               for rate in (130.0, 180.0, 260.0, 1000.0)]
     assert scores[0] == pytest.approx(0.5)
     assert scores == sorted(scores) and scores[-1] == 1.0
@@ -174,7 +198,7 @@ def test_bad_numbers_never_raise_and_read_as_missing(field, bad):
 
 @pytest.mark.parametrize("shape", [(1.0,), (1.0, 2.0, 3.0), "ab", 5.0, {"now": 1.0}], ids=repr)
 def test_malformed_pairs_read_as_missing(shape):
-    finding = evaluate(BY_CAUSE["overload"], replace(CAUSE_EVIDENCE["overload"], rate_rps=shape))
+    finding = evaluate(BY_CAUSE["overload"], replace(CAUSE_EVIDENCE["overload"], rate_rps=shape, rate_per_pod_rps=None))
     assert finding.status == UNKNOWN and "rate_rps" in finding.missing
 
 
