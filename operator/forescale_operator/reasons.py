@@ -1,4 +1,4 @@
-"""The status vocabulary's words, in one place (DESIGN.md §2), the way KEDA keeps its condition types and reasons.
+"""The status vocabulary's words, in one place, the way KEDA keeps its condition types and reasons.
 
 - `Reason`: every Kubernetes event reason Forescale posts. Each event's
   message states the numbers behind it, for example
@@ -18,7 +18,7 @@ from enum import Enum
 class Reason(str, Enum):
     #: the Deployments, Services and route were created
     POOLS_CREATED = "PoolsCreated"
-    #: a spec change reached the children (template, Services, router); not in DESIGN.md's list, added here
+    #: a spec change reached the children (template, Services, router)
     POOLS_UPDATED = "PoolsUpdated"
     #: a pool's desired replicas went up
     SCALED_UP = "ScaledUp"
@@ -38,10 +38,9 @@ class Reason(str, Enum):
     DEBUG_LOGGING_ENABLED = "DebugLoggingEnabled"
     #: the incident scene (metrics window and decisions) was saved
     SNAPSHOT_SAVED = "SnapshotSaved"
-    #: the diagnosis checklist ranked a cause first, with its numbers (issue 17; not in DESIGN.md's list, added here)
+    #: the diagnosis checklist ranked a cause first, with its numbers
     ROOT_CAUSE_SUSPECTED = "RootCauseSuspected"
     #: the diagnosis found one bad pod of pool A, and the operator deleted it so its Deployment replaces it
-    #: (issue 17 §4; not in DESIGN.md's list, added here)
     BAD_POD_DELETED = "BadPodDeleted"
     #: latency has stayed under the SLO for the stable period
     RECOVERED = "Recovered"
