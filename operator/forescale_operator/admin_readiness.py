@@ -22,10 +22,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .admin_wiring import ENV_FILE, PodToken, SecretKey, pod_token
+from .admin_wiring import ENV_FILE, PodToken, SecretKey, pod_token, usable_token
 from .children import ADMIN_TOKEN_FILE, Owner
 from .events import EventSink
-from .forecast_loop.admin_token import usable_token
 from .kube.client import KubeApi
 from .kube.errors import ApiError
 from .kube.refs import SECRETS

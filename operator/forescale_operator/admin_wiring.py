@@ -22,6 +22,15 @@ ENV_FILE = "FORESCALE_ADMIN_TOKEN_FILE"
 ENV_TOKEN = "FORESCALE_ADMIN_TOKEN"
 
 
+def usable_token(text: str) -> str | None:
+    """The model server's rule (forescale_server.admin_token.clean_token): strip surrounding
+    whitespace; nothing left, or anything but printable ASCII, is no token."""
+    token = text.strip() if isinstance(text, str) else ""
+    if not token or any(not 0x20 <= ord(c) <= 0x7E for c in token):
+        return None
+    return token
+
+
 @dataclass(frozen=True)
 class SecretKey:
     """One key of one Secret in the pod's namespace."""
