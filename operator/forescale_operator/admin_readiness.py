@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .admin_wiring import ENV_FILE, PodToken, SecretKey, pod_token, usable_token
-from .children import ADMIN_TOKEN_FILE, Owner
+from .children import ADMIN_TOKEN_DIR, Owner
 from .events import EventSink
 from .kube.client import KubeApi
 from .kube.errors import ApiError
@@ -37,8 +37,8 @@ logger = logging.getLogger(__name__)
 
 #: the end of every AdminReady=False message about the pods: what fails, and the fix
 _CONSEQUENCE = ("the playbook's admin calls (precision fallback, cache warm-up, debug logging) to that pool fail "
-                "until its pods have the operator's token: mount {secret} and set " + ENV_FILE + "=" + ADMIN_TOKEN_FILE +
-                " (docs/migrate.md)")
+                "until its pods have the operator's token: mount Secret {name} at " + ADMIN_TOKEN_DIR + " and set " +
+                ENV_FILE + "=" + ADMIN_TOKEN_DIR + "/{key} (docs/migrate.md)")
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def judge(pools: Sequence[PoolToken], operator: SecretKey | None, secrets: Mappi
     problems = [(reason, text) for reason, text in findings if reason is not None]
     failing = [(reason, text) for reason, text in problems if reason is not ConditionReason.TOKEN_UNVERIFIED]
     if failing:
-        consequence = _CONSEQUENCE.format(secret=operator.describe())
+        consequence = _CONSEQUENCE.format(name=operator.name, key=operator.key)
         return AdminVerdict(False, failing[0][0], "; ".join(text for _, text in failing) + ". " +
                             consequence[0].upper() + consequence[1:])
     if problems:
@@ -171,10 +171,11 @@ def pool_tokens(spec: InferenceSpec, seen: Observation, operator: SecretKey) -> 
 
 
 async def check(api: KubeApi, owner: Owner, spec: InferenceSpec, seen: Observation,
-                secret_ref: tuple[str, str] | None, copy_from: str | None = None) -> AdminVerdict:
+                secret_ref: tuple[str, str] | None, copy_from: str | None = None) -> AdminVerdict | None:
     """Read the Secrets the pools' tokens come from and judge; reads only (Preview stays read only).
 
-    `secret_ref` is FORESCALE_ADMIN_TOKEN_SECRET, `copy_from` FORESCALE_ADMIN_TOKEN_COPY_FROM."""
+    `secret_ref` is FORESCALE_ADMIN_TOKEN_SECRET, `copy_from` FORESCALE_ADMIN_TOKEN_COPY_FROM. None when
+    the API server could not answer for now: the condition keeps what it said, and the tick goes on."""
     if secret_ref is None:
         return ADMIN_OFF
     operator = SecretKey(*secret_ref)
@@ -186,7 +187,9 @@ async def check(api: KubeApi, owner: Owner, spec: InferenceSpec, seen: Observati
             secrets[name] = await api.get(SECRETS, owner.namespace, name)
         except ApiError as exc:
             if exc.retryable:
-                raise  # the next tick is the retry; a flip to Unknown would repeat the Warning after it
+                # Not worth a tick (scaling goes on); nor a flip to Unknown, which would repeat the Warning after it.
+                logger.info("%s/%s: AdminReady not checked this time: %s", owner.namespace, owner.name, exc)
+                return None
             return AdminVerdict(None, ConditionReason.TOKEN_UNVERIFIED,
                                 f"Cannot read Secret {name} in {owner.namespace} ({exc.status} {exc.reason}): "
                                 f"the pools' admin token is not checked")
@@ -196,14 +199,16 @@ async def check(api: KubeApi, owner: Owner, spec: InferenceSpec, seen: Observati
     return judge(entries, operator, secrets, namespace=owner.namespace, copy_from=pending)
 
 
-def record(update: StatusUpdate, verdict: AdminVerdict) -> None:
-    """Write the AdminReady condition."""
+def record(update: StatusUpdate, verdict: AdminVerdict | None) -> None:
+    """Write the AdminReady condition (None: leave it as it is)."""
+    if verdict is None:
+        return
     update.condition(ConditionType.ADMIN_READY, verdict.status, verdict.reason, verdict.message)
 
 
-async def report(events: EventSink, status: Mapping[str, Any], verdict: AdminVerdict, owner: Owner) -> None:
+async def report(events: EventSink, status: Mapping[str, Any], verdict: AdminVerdict | None, owner: Owner) -> None:
     """One AdminTokenMissing Warning when AdminReady turns False, or when its finding changes; never per tick."""
-    if not verdict.warns:
+    if verdict is None or not verdict.warns:
         return
     old = next((c for c in status.get("conditions") or []
                 if isinstance(c, Mapping) and c.get("type") == ConditionType.ADMIN_READY.value), {})

@@ -8,16 +8,22 @@ per finding. No cluster: the Secrets are plain dicts.
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pytest
+import yaml
 
 from forescale_operator import children
-from forescale_operator.admin_readiness import ADMIN_OFF, PoolToken, judge, report
+from forescale_operator.actuators.deployments import PoolReadiness
+from forescale_operator.admin_readiness import ADMIN_OFF, PoolToken, check, judge, record, report
 from forescale_operator.admin_wiring import PodToken, SecretKey, pod_token
 from forescale_operator.children import Owner
 from forescale_operator.events import RecordingEvents
+from forescale_operator.kube.errors import ApiError
+from forescale_operator.observe import Observation
 from forescale_operator.reasons import ConditionReason
-from forescale_operator.spec import PoolSpec
+from forescale_operator.spec import PoolSpec, parse_spec
+from forescale_operator.status import StatusUpdate
 
 OPERATOR = SecretKey("forescale-admin-token", "token")
 OWNER = Owner("embed", "default", "uid-1")
@@ -113,7 +119,8 @@ WIRED = template([FILE], [MOUNT], [secret_volume()])
     ("an adopted template with no token", [adopted(template()), OURS], {"forescale-admin-token": secret()},
      False, ConditionReason.TOKEN_MISSING, ["pool a (Deployment embed): container server sets neither",
                                             "precision fallback, cache warm-up, debug logging",
-                                            "mount Secret forescale-admin-token (key token)"]),
+                                            "mount Secret forescale-admin-token at /var/run/forescale and set "
+                                            "FORESCALE_ADMIN_TOKEN_FILE=/var/run/forescale/token"]),
     ("a token file with no volume", [adopted(template([FILE])), OURS], {"forescale-admin-token": secret()},
      False, ConditionReason.TOKEN_MISSING, ["mounts no volume at /var/run/forescale"]),
     ("a template whose env names a Secret that does not exist",
@@ -180,3 +187,57 @@ async def test_one_warning_when_it_turns_false_and_again_only_for_another_findin
     await report(events, condition(wired), ADMIN_OFF, OWNER)    # switched off: not a Warning
     assert [(t, r) for t, r, _ in events.events] == [("Warning", "AdminTokenMissing")] * 2
     assert [m for _, _, m in events.events] == [missing.message, unmounted.message]
+
+
+class FakeSecrets:
+    """A KubeApi with only `get`, for Secrets: a dict of bodies, or an ApiError to raise; counts the calls."""
+
+    def __init__(self, secrets: dict, error: Exception | None = None) -> None:
+        self.secrets, self.error, self.calls = secrets, error, []
+
+    async def get(self, ref, namespace, name):
+        self.calls.append((ref.plural, namespace, name))
+        if self.error is not None:
+            raise self.error
+        return self.secrets.get(name)
+
+
+def adopt_case(mode: str = "Auto"):
+    """The adopt example's spec, and an observation whose pool A (the targetRef) has the example's template."""
+    path = Path(__file__).resolve().parents[2] / "crds" / "examples" / "adopt.yaml"
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    resource = next(d for d in docs if d["kind"] == "InferenceDeployment")
+    resource["spec"]["mode"] = mode
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    seen = Observation(PoolReadiness(True, name="embed", template=deployment["spec"]["template"]),
+                       PoolReadiness(True, name="embed-b"), None)
+    return parse_spec(resource["spec"]), seen
+
+
+@pytest.mark.parametrize("case, secret_ref, api, status, reason, calls", [
+    ("no operator token: no call at all", None, FakeSecrets({}), False, ConditionReason.ADMIN_CALLS_OFF, 0),
+    ("the example's Deployment has no token", ("forescale-admin-token", "token"),
+     FakeSecrets({"forescale-admin-token": secret()}), False, ConditionReason.TOKEN_MISSING, 1),
+    ("Secrets forbidden by RBAC: not judged", ("forescale-admin-token", "token"),
+     FakeSecrets({}, error=ApiError(403, "Forbidden", "no")), None, ConditionReason.TOKEN_UNVERIFIED, 1),
+])
+async def test_check_reads_the_secrets_and_judges(case, secret_ref, api, status, reason, calls):
+    spec, seen = adopt_case()
+    verdict = await check(api, OWNER, spec, seen, secret_ref)
+    assert (verdict.status, verdict.reason) == (status, reason), (case, verdict)
+    assert len(api.calls) == calls and all(c[:2] == ("secrets", "default") for c in api.calls)
+
+
+async def test_an_api_server_that_cannot_answer_leaves_the_condition_as_it_was():
+    spec, seen = adopt_case()
+    verdict = await check(FakeSecrets({}, error=ApiError(503, "Unavailable", "later")), OWNER, spec, seen,
+                          ("forescale-admin-token", "token"))
+    assert verdict is None
+    before = {"conditions": [{"type": "AdminReady", "status": "False", "reason": "TokenMissing", "message": "m",
+                              "lastTransitionTime": "2020-01-01T00:00:00Z"}]}
+    update = StatusUpdate(before)
+    record(update, verdict)
+    events = RecordingEvents()
+    await report(events, before, verdict, OWNER)
+    admin = next(c for c in update.patch.get("conditions", before["conditions"]) if c["type"] == "AdminReady")
+    assert (admin["status"], admin["message"]) == ("False", "m") and events.events == []
