@@ -1,4 +1,4 @@
-"""`forescale serve`: run the model server (DESIGN.md §3, §4).
+"""`forescale serve`: run the model server.
 
 Imports neither torch nor transformers unless a real model is served:
 `--emulate-gpu` starts in about a second.
