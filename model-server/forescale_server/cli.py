@@ -21,6 +21,7 @@ from forescale_profiles.service_time import PROFILES
 
 from .config import (BatchingConfig, CacheConfig, ConnectionLimits, Labels, Limits, ServerConfig, choose_precision,
                      default_precision)
+from .openmp_env import prefer_passive_wait
 from .result_cache import POLICIES
 
 app = typer.Typer(add_completion=False, rich_markup_mode=None, help="Run the Forescale model server.")
@@ -80,6 +81,10 @@ def serve(
     if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         _fail(f"unknown --log-level {log_level!r}")
     logging.getLogger("forescale").setLevel(log_level.upper())
+    # Before anything can import torch: OpenMP workers that spin while they wait
+    # stall every batch on a shared node (openmp_env.py says why and what it measured).
+    wait = prefer_passive_wait()
+    log.debug("OMP_WAIT_POLICY: %s (%s)", wait.value, wait.action)
     variant = None
     if model_path is not None:
         if emulate_gpu is not None:
