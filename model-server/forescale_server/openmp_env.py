@@ -13,6 +13,15 @@ real MiniLM server answered at a p50 of 0.7 to 1.5 s with the default policy,
 and at 110 to 130 ms with `OMP_WAIT_POLICY=PASSIVE`, which makes a waiting
 worker sleep at once.
 
+torch's intra-op pool takes one thread per core by default, but the server
+also runs its event loop (HTTP, tokenising, the batcher) on a thread of its
+own. On the 2-core build machine, with 2 torch threads, `forescale stress`
+against the plain server found a knee and a slope in 3 of 9 runs; with
+`--threads 1` in 4 of 4, and at a held 18 req/s the median p99 of a 10 s step
+was 172 ms against 245 (docs/stress.md). So `--threads 0` leaves one of the
+CPUs this process may use to the event loop (`intra_op_threads`). Where the
+user set `OMP_NUM_THREADS`, torch reads it and the server does not override it.
+
 The OpenMP runtime reads its environment once, when it is loaded, which is
 when torch is imported. So the default must be in the environment before
 that import; set later, it would only make `os.environ` lie. A value the user
@@ -57,3 +66,17 @@ def prefer_passive_wait(environ: MutableMapping[str, str] | None = None,
         return WaitPolicy("too_late", None)
     environ[VARIABLE] = DEFAULT
     return WaitPolicy("set", DEFAULT)
+
+
+def intra_op_threads(requested: int, environ: Mapping[str, str] | None = None, cpus: int | None = None) -> int:
+    """torch's intra-op threads for `--threads requested`: the request when positive; else 0
+    (torch's own default) when the user set OMP_NUM_THREADS; else the usable CPUs less
+    one for the event loop, at least 1 (module docstring)."""
+    if requested > 0:
+        return requested
+    environ = os.environ if environ is None else environ
+    if "OMP_NUM_THREADS" in environ:
+        return 0
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cpus - 1)

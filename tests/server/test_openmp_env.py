@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from forescale_server.openmp_env import prefer_passive_wait
+from forescale_server.openmp_env import intra_op_threads, prefer_passive_wait
 
 TORCH = object()  # stands for an imported torch module
 
@@ -31,6 +31,18 @@ def test_prefer_passive_wait(environ, modules, action, value, after):
     result = prefer_passive_wait(environ, modules)
     assert (result.action, result.value) == (action, value)
     assert environ == after
+
+
+@pytest.mark.parametrize("requested, environ, cpus, threads", [
+    (3, {}, 2, 3),                          # asked for: as asked
+    (1, {"OMP_NUM_THREADS": "4"}, 8, 1),
+    (0, {}, 2, 1),                          # the event loop keeps one of two cores
+    (0, {}, 16, 15),
+    (0, {}, 1, 1),                          # never 0 threads
+    (0, {"OMP_NUM_THREADS": "2"}, 16, 0),   # the user's OMP_NUM_THREADS: torch reads it itself
+])
+def test_intra_op_threads(requested, environ, cpus, threads):
+    assert intra_op_threads(requested, environ, cpus) == threads
 
 
 # What the real `forescale serve` process holds at the moment it first imports torch. An import hook
