@@ -22,7 +22,7 @@ from forescale_operator.reasons import Reason
 from forescale_operator.spec import InferenceSpec
 
 from .playbook import ShiftLimit, shift_action
-from .types import Action, ActionKind, EngineParams, Event
+from .types import Action, EngineParams, Event, RestorePrecision
 
 
 @dataclass
@@ -137,7 +137,7 @@ def advance(
         p.events.append(Event(Reason.CUTBACK_COMPLETED, f"Complete the cut-back after {p.step} steps: all traffic on {a}"))
         if restoring:
             msg = f"Restore {a} from {p.runtime_precision_a} to {spec.a.precision}: cut-back complete"
-            p.actions.append(Action(ActionKind.RESTORE_PRECISION, "a", {"precision": spec.a.precision}, msg))
+            p.actions.append(RestorePrecision(precision=spec.a.precision, message=msg))
             p.events.append(Event(Reason.PRECISION_RESTORED, msg))
         p.incident, p.under_slo_since, p.step, p.next_at, p.runtime_precision_a = None, None, 0, None, None
         p.emergency_weight_b = 0

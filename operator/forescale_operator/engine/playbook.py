@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from forescale_operator.reasons import Reason
 from forescale_operator.spec import InferenceSpec
 
-from .types import Action, ActionKind, EngineParams, Event, Observations
+from forescale_operator.weights import Weights
+from .types import (Action, DowngradePrecision, EnableDebugLogging, EngineParams, Event, Observations, RestorePrecision,
+                    SaveSnapshot, ShiftTraffic, WarmCache)
 
 DOWNGRADE_PRECISION = "int8"
 
@@ -70,7 +72,7 @@ def shift_limit(spec: InferenceSpec, obs: Observations, cap_b: float, params: En
 
 def shift_action(weight_b: int, message: str) -> Action:
     """The route change to `100 - weight_b` / `weight_b`."""
-    return Action(ActionKind.SHIFT_TRAFFIC, None, {"weights": {"a": 100 - weight_b, "b": weight_b}}, message)
+    return ShiftTraffic(weights=Weights(100 - weight_b, weight_b), message=message)
 
 
 @dataclass
@@ -120,30 +122,26 @@ def start(
             f"Downgrade {a} from {template} to {DOWNGRADE_PRECISION}: {trigger}; "
             f"per-pod capacity {cap_a[0]:.0f} -> {cap_a[1]:.0f} rps"
         )
-        result.actions.append(Action(ActionKind.DOWNGRADE_PRECISION, "a", {"precision": DOWNGRADE_PRECISION}, msg))
+        result.actions.append(DowngradePrecision(precision=DOWNGRADE_PRECISION, message=msg))
         result.events.append(Event(Reason.PRECISION_DOWNGRADED, msg))
         result.runtime_precision_a = DOWNGRADE_PRECISION
 
     # 3. Warm caches: B is about to take traffic cold, and a precision switch empties A's cache.
     if spec.emergency.cache_warmup:
         msg = f"Warm the top {params.warm_top} recent inputs on {a} and {b}"
-        result.actions.append(Action(ActionKind.WARM_CACHE, None, {"top": params.warm_top, "pools": ["a", "b"]}, msg))
+        result.actions.append(WarmCache(top=params.warm_top, pools=("a", "b"), message=msg))
         result.events.append(Event(Reason.CACHE_WARMED, msg))
 
     # 4. Debug logging, bounded in time so that it cannot be forgotten on.
     seconds = spec.emergency.debug_log_seconds
     msg = f"Enable debug logging on {a} and {b} for {seconds} s"
-    result.actions.append(
-        Action(ActionKind.ENABLE_DEBUG_LOGGING, None, {"level": "DEBUG", "seconds": seconds, "pools": ["a", "b"]}, msg)
-    )
+    result.actions.append(EnableDebugLogging(level="DEBUG", seconds=seconds, pools=("a", "b"), message=msg))
     result.events.append(Event(Reason.DEBUG_LOGGING_ENABLED, msg))
 
     # 5. The scene for the post-mortem.
     window = params.snapshot_window_seconds
     msg = f"Save the incident scene: the last {window:.0f} s of metrics and decisions ({trigger})"
-    result.actions.append(
-        Action(ActionKind.SAVE_SNAPSHOT, None, {"window_seconds": window, "started_at": now, "trigger": trigger}, msg)
-    )
+    result.actions.append(SaveSnapshot(window_seconds=window, started_at=now, trigger=trigger, message=msg))
     result.events.append(Event(Reason.SNAPSHOT_SAVED, msg))
     return result
 
@@ -170,7 +168,7 @@ def precision_rejected(spec: InferenceSpec, obs: Observations, runtime_a: str | 
         f"Restore {a} from {DOWNGRADE_PRECISION} to {spec.a.precision}: int8 agreement {agreement:.3f} "
         f"< minAgreement {spec.emergency.min_agreement:g}"
     )
-    return Action(ActionKind.RESTORE_PRECISION, "a", {"precision": spec.a.precision}, msg), Event(Reason.PRECISION_RESTORED, msg)
+    return RestorePrecision(precision=spec.a.precision, message=msg), Event(Reason.PRECISION_RESTORED, msg)
 
 
 def apply_to_new_pods(obs: Observations, runtime_a: str | None, last_ready_a: int, params: EngineParams) -> Action | None:
@@ -184,7 +182,7 @@ def apply_to_new_pods(obs: Observations, runtime_a: str | None, last_ready_a: in
     new = obs.a.ready_replicas - last_ready_a
     why = f"{new} new ready pods" if grew else f"pods report {obs.a.precision}"
     msg = f"Apply runtime precision {runtime_a} to {params.pool_name('a')}: {why}"
-    return Action(ActionKind.DOWNGRADE_PRECISION, "a", {"precision": runtime_a, "new_pods": max(new, 0)}, msg)
+    return DowngradePrecision(precision=runtime_a, new_pods=max(new, 0), message=msg)
 
 
 def overload_shift(

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from forescale_profiles.precision import PRECISION_SPEED
 
 from forescale_operator.phase import Phase
 from forescale_operator.reasons import Reason, event_type
+from forescale_operator.weights import Weights
 
 from .latency_model import ModelParams
 from .state import EngineState
@@ -30,17 +31,17 @@ DEFAULT_PRECISION_SPEED: Mapping[str, float] = PRECISION_SPEED
 class ActionKind(str, Enum):
     """A playbook step the operator carries out through the model servers' admin API or itself."""
 
-    #: patch the route weights to `params["weights"]`
+    #: patch the route weights (`ShiftTraffic`)
     SHIFT_TRAFFIC = "SHIFT_TRAFFIC"
-    #: POST /admin/precision {"precision": params["precision"]} on the pool's ready pods
+    #: POST /admin/precision on pool A's ready pods (`DowngradePrecision`)
     DOWNGRADE_PRECISION = "DOWNGRADE_PRECISION"
-    #: POST /admin/warmup {"top": params["top"]} on each pool in params["pools"]
+    #: POST /admin/warmup on each of its pools (`WarmCache`)
     WARM_CACHE = "WARM_CACHE"
-    #: POST /admin/log-level {"level": params["level"], "seconds": params["seconds"]}
+    #: POST /admin/log-level on each of its pools (`EnableDebugLogging`)
     ENABLE_DEBUG_LOGGING = "ENABLE_DEBUG_LOGGING"
-    #: save the metrics window and the decisions (the incident "scene")
+    #: save the metrics window and the decisions, the incident "scene" (`SaveSnapshot`)
     SAVE_SNAPSHOT = "SAVE_SNAPSHOT"
-    #: POST /admin/precision back to the template precision in params["precision"]
+    #: POST /admin/precision back to the template precision (`RestorePrecision`)
     RESTORE_PRECISION = "RESTORE_PRECISION"
 
 
@@ -88,17 +89,106 @@ class Observations:
         raise KeyError(f"unknown pool {name!r}; expected 'a' or 'b'")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Action:
-    """One playbook step, in the order it must be carried out."""
+    """One playbook step, in the order it must be carried out.
 
-    kind: ActionKind
-    pool: str | None
-    params: Mapping[str, Any]
+    One subclass per kind, whose fields are what that step needs: the executor
+    reads typed fields, and `to_dict` is only for status and the snapshot."""
+
+    kind: ClassVar[ActionKind]
     message: str
 
+    @property
+    def pool(self) -> str | None:
+        """The pool the step acts on, when it is one pool."""
+        return None
+
+    def params(self) -> dict[str, Any]:
+        """The step's fields as JSON values."""
+        return {}
+
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind.value, "pool": self.pool, "params": dict(self.params), "message": self.message}
+        return {"kind": self.kind.value, "pool": self.pool, "params": self.params(), "message": self.message}
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShiftTraffic(Action):
+    """Patch the route to `weights`."""
+
+    kind: ClassVar[ActionKind] = ActionKind.SHIFT_TRAFFIC
+    weights: Weights
+
+    def params(self) -> dict[str, Any]:
+        return {"weights": {"a": self.weights.a, "b": self.weights.b}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class _SetPrecision(Action):
+    """POST /admin/precision {"precision": precision} on the ready pods of pool A."""
+
+    precision: str
+    #: for the runtime precision kept on A's new pods: how many became ready since the last tick
+    new_pods: int | None = None
+
+    @property
+    def pool(self) -> str:
+        return "a"
+
+    def params(self) -> dict[str, Any]:
+        return {"precision": self.precision, **({"new_pods": self.new_pods} if self.new_pods is not None else {})}
+
+
+@dataclass(frozen=True, kw_only=True)
+class DowngradePrecision(_SetPrecision):
+    """The playbook's switch of A to a lighter precision (and of A's new pods while it holds)."""
+
+    kind: ClassVar[ActionKind] = ActionKind.DOWNGRADE_PRECISION
+
+
+@dataclass(frozen=True, kw_only=True)
+class RestorePrecision(_SetPrecision):
+    """A back to its template precision."""
+
+    kind: ClassVar[ActionKind] = ActionKind.RESTORE_PRECISION
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarmCache(Action):
+    """POST /admin/warmup {"top": top} on each pool in `pools`."""
+
+    kind: ClassVar[ActionKind] = ActionKind.WARM_CACHE
+    top: int
+    pools: tuple[str, ...] = ("a", "b")
+
+    def params(self) -> dict[str, Any]:
+        return {"top": self.top, "pools": list(self.pools)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnableDebugLogging(Action):
+    """POST /admin/log-level {"level": level, "seconds": seconds} on each pool in `pools`."""
+
+    kind: ClassVar[ActionKind] = ActionKind.ENABLE_DEBUG_LOGGING
+    seconds: int
+    level: str = "DEBUG"
+    pools: tuple[str, ...] = ("a", "b")
+
+    def params(self) -> dict[str, Any]:
+        return {"level": self.level, "seconds": self.seconds, "pools": list(self.pools)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SaveSnapshot(Action):
+    """Save the last `window_seconds` of metrics and the decisions: the incident's scene."""
+
+    kind: ClassVar[ActionKind] = ActionKind.SAVE_SNAPSHOT
+    window_seconds: float
+    started_at: float
+    trigger: str
+
+    def params(self) -> dict[str, Any]:
+        return {"window_seconds": self.window_seconds, "started_at": self.started_at, "trigger": self.trigger}
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from forescale_predictor.forecast_types import Forecast
 
 from ..actuators import Actuators
 from ..admin_client import AdminClient, summarize
-from ..engine.types import Action, ActionKind, Decision, Event
+from ..engine.types import (Action, ActionKind, Decision, DowngradePrecision, EnableDebugLogging, Event, RestorePrecision,
+                            SaveSnapshot, ShiftTraffic, WarmCache)
 from ..events import EventSink
 from ..kube.client import KubeApi
 from ..kube.refs import CONFIG_MAPS
@@ -110,11 +111,10 @@ class Executor:
         route_weights = (seen.weights.a, seen.weights.b) if seen.weights is not None else None
         for action in decision.actions:
             suffix = ""
-            if action.kind == ActionKind.SHIFT_TRAFFIC:
-                weights = action.params["weights"]
-                route_weights = (int(weights["a"]), int(weights["b"]))
-                await self.actuators.set_weights(owner, router, Weights(*route_weights))
-            elif action.kind == ActionKind.SAVE_SNAPSHOT:
+            if isinstance(action, ShiftTraffic):
+                route_weights = (action.weights.a, action.weights.b)
+                await self.actuators.set_weights(owner, router, action.weights)
+            elif isinstance(action, SaveSnapshot):
                 await self._save_snapshot(raw_spec, reading, forecast, now)
             elif action.kind in _ADMIN:
                 suffix = await self._call_pods(action, await self._admin_client())
@@ -143,19 +143,20 @@ class Executor:
         """One admin call on the action's pods; the event's suffix says how many answered."""
         pods, memory = self.pods, self.memory
         path = _ADMIN[action.kind]
-        pools = action.params.get("pools") or [action.pool or "a"]
-        if action.kind in (ActionKind.DOWNGRADE_PRECISION, ActionKind.RESTORE_PRECISION):
-            body = {"precision": action.params["precision"]}
-            pool_pods = pods[action.pool or "a"]
+        if isinstance(action, (DowngradePrecision, RestorePrecision)):
+            body = {"precision": action.precision}
+            pool_pods = pods[action.pool]
             # Keyed by incarnation: a container restarted under the same pod name is back at its template precision.
             targets = {pool_pods.incarnation(n): e for n, e in pool_pods.endpoints.items()
                        if memory.switched.get(pool_pods.incarnation(n)) != body["precision"]}
-        elif action.kind == ActionKind.WARM_CACHE:
-            body = {"top": int(action.params.get("top", 100))}
-            targets = {n: e for p in pools for n, e in pods[p].endpoints.items()}
+        elif isinstance(action, WarmCache):
+            body = {"top": action.top}
+            targets = {n: e for p in action.pools for n, e in pods[p].endpoints.items()}
+        elif isinstance(action, EnableDebugLogging):
+            body = {"level": action.level, "seconds": action.seconds}
+            targets = {n: e for p in action.pools for n, e in pods[p].endpoints.items()}
         else:
-            body = {"level": action.params.get("level", "DEBUG"), "seconds": int(action.params.get("seconds", 300))}
-            targets = {n: e for p in pools for n, e in pods[p].endpoints.items()}
+            raise TypeError(f"not an admin call: {action.kind.value}")
         if not targets:
             return " (no ready pod to call)" if action.kind != ActionKind.DOWNGRADE_PRECISION or not memory.switched else ""
         results = await admin.post_all(list(targets.values()), path, body)
