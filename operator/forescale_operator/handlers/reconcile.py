@@ -188,7 +188,7 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
 
     update = StatusUpdate(status, meta.get("generation"))
     update.observed_generation(meta.get("generation", 1))
-    seen = await observing.observe(deps.actuators, owner, router, spec)
+    seen = await observing.observe(deps.api, owner, router, spec)
     observing.record(update, spec, seen)
     update.adopted(adopted)
     # Without a metric source nothing is scaled: say Degraded from the start, not Stable until the first tick.

@@ -38,6 +38,9 @@ from .reconcile import reconcile
 
 logger = logging.getLogger(__name__)
 
+#: why a tick did nothing at start-up: kopf had not listed the watched kinds yet (kube/indexed.py)
+INDEXES_NOT_SYNCED = "IndexesNotSynced"
+
 
 @dataclass
 class TickDeps(HandlerDeps):
@@ -79,10 +82,15 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     state = load_state(status, owner, memory, now=now, mono=loop.monotonic(),
                        cutback_interval_s=spec.traffic.cutback.interval_seconds)
 
-    # Read the children (an adopted pool: its targetRef): one deleted, never made or not ours goes back to reconcile.
-    seen = await observing.observe(deps.actuators, owner, binding.router, spec)
+    # Read the children (an adopted pool: its targetRef) from kopf's indexes, not the API server; until they
+    # are synced, wait: a child that only seems missing must not send the tick to reconcile or act on nothing.
+    if deps.reads is not None and not deps.reads.synced:
+        return f"waiting: {INDEXES_NOT_SYNCED}: {deps.reads.not_synced} not listed yet; nothing read or done"
+    reader = deps.reader
+    seen = await observing.observe(reader, owner, binding.router, spec)
+    # One deleted, never made or not ours goes back to reconcile, which reads and writes through the API itself.
     read_only = spec.preview and spec.adopts  # Preview with a targetRef creates nothing: no Service to check
-    if not seen.complete_for(spec) or not (read_only or await deps.actuators.services_intact(owner, spec.a, spec.b)):
+    if not seen.complete_for(spec) or not (read_only or await observing.services_intact(reader, owner, spec)):
         return await reconcile(body, deps)
     update = StatusUpdate(status, generation)
     # A capacity annotation the binding had to ignore is said once per bad value, as a Warning event.
@@ -102,7 +110,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
 
     # Observe: the pods (admin endpoints, start-up times; a bad admin port reported once), joined with the reading;
     # an adopted pool's pods are found by its Deployment's selector.
-    pods = await read_pods(deps.api, owner, {p.name: seen.pool(p.name).selector for p in (spec.a, spec.b) if p.adopted})
+    pods = await read_pods(reader, owner, {p.name: seen.pool(p.name).selector for p in (spec.a, spec.b) if p.adopted})
     executor = Executor(deps.api, deps.actuators, deps.events, binding, memory, pods, admin_timeout=loop.admin_timeout)
     await executor.report_pod_problems()
     observations = build_observations(
