@@ -6,6 +6,10 @@ canary; the steps' work is in `forecast_loop/` (binding, saved state, pods,
 forecasts, executor, reporter), `readings/`, the pure `engine/`, `actuators/`
 and `status.py`. A tick is an observation: the next one is the retry, and an
 API error ends it early without losing anything (registration.py).
+
+The children and pods are read from kopf's indexes (`deps.reads`,
+kube/indexed.py), so a steady-state tick asks the API server only to patch
+status, and only when it changed; reconcile, writes and events go to the API.
 """
 
 from __future__ import annotations
@@ -144,10 +148,10 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
         raise
 
     # Diagnose beside the relief, on the tick that started it (the playbook, or B taking an overload's excess);
-    # a task of its own, never awaited here.
+    # a task of its own, never awaited here; its pods and Deployment come from the indexes too.
     trigger = _diagnosis_trigger(decision)
     if loop.diagnoses is not None and not decision.preview and trigger is not None:
-        loop.diagnoses.start(api=deps.api, events=deps.events, telemetry=loop.telemetry, owner=owner,
+        loop.diagnoses.start(api=reader, events=deps.events, telemetry=loop.telemetry, owner=owner,
                              prometheus_url=binding.prometheus_url, status=status, now=now, trigger=trigger,
                              admin_secret=binding.admin_secret, health=(decision.models.get("a") or {}).get("health"))
 
