@@ -61,6 +61,23 @@ def live_line(s: Sample) -> str:
             f"weights {s.weights['a']}/{s.weights['b']}  {s.phase}")
 
 
+#: seconds between live lines while nothing the operator writes changes
+LIVE_EVERY_SECONDS = 5.0
+
+
+def line_due(sample: Sample, shown: Sample | None, since_shown_s: float) -> bool:
+    """Whether the live line is printed for this sample.
+
+    At once when the state the operator just wrote changed since the last line shown (phase, weights,
+    desired replicas), so that the line follows its events within one watch tick; otherwise every
+    LIVE_EVERY_SECONDS, to keep the terminal readable. Printing only on the cadence made the line lag
+    the events it explains by up to ~6 s (the cadence plus a tick).
+    """
+    if shown is None or since_shown_s >= LIVE_EVERY_SECONDS:
+        return True
+    return (sample.phase, sample.weights, sample.desired) != (shown.phase, shown.weights, shown.desired)
+
+
 def _p99(values: list[float]) -> float | None:
     if not values:
         return None
@@ -151,14 +168,15 @@ class Demo:
             await asyncio.sleep(1.0)
 
     async def _watch(self, gen: LoadGenerator, until: Callable[[], bool]) -> None:
-        last_line = 0.0
+        shown: Sample | None = None
+        shown_at = 0.0
         while not until():
             await asyncio.to_thread(self._poll_events)
             sample = await asyncio.to_thread(self._sample, gen)
             self.run.samples.append(sample)
-            if self.live and time.monotonic() - last_line >= 5.0:
+            if self.live and line_due(sample, shown, time.monotonic() - shown_at):
                 self.echo(live_line(sample))
-                last_line = time.monotonic()
+                shown, shown_at = sample, time.monotonic()
             await asyncio.sleep(1.0)
 
     # -- the run ---------------------------------------------------------------

@@ -33,6 +33,9 @@ class Config:
     log_level: str = "INFO"
     #: FORESCALE_ADMIN_TOKEN_SECRET: `<secret>/<key>` read in each resource's namespace for the model servers' admin API
     admin_token_secret: tuple[str, str] | None = None
+    #: FORESCALE_ADMIN_TOKEN_COPY_FROM: the namespace holding that Secret (the chart's release namespace), copied
+    #: from there into each resource's namespace where it is missing; empty = the user put it in each namespace
+    admin_token_copy_from: str | None = None
     #: FORESCALE_METRICS_PORT: port of the operator's own Prometheus metrics
     metrics_port: int = 8080
     #: FORESCALE_HEALTH_PORT: port of kopf's liveness endpoint `/healthz`
@@ -134,6 +137,13 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
             raise ConfigError(f"FORESCALE_ADMIN_TOKEN_SECRET: must be <secret name>/<key>, got {raw_secret!r}")
         secret = (name, key)
 
+    copy_from = env.get("FORESCALE_ADMIN_TOKEN_COPY_FROM", "").strip() or None
+    if copy_from is not None:
+        if secret is None:
+            raise ConfigError("FORESCALE_ADMIN_TOKEN_COPY_FROM: needs FORESCALE_ADMIN_TOKEN_SECRET, the Secret to copy")
+        if not _DNS_NAME.match(copy_from) or len(copy_from) > 63:
+            raise ConfigError(f"FORESCALE_ADMIN_TOKEN_COPY_FROM: {copy_from!r} is not a valid namespace name")
+
     peering: str | None = env.get("FORESCALE_PEERING", "forescale").strip() or None
     if peering is not None and not _DNS_NAME.match(peering):
         raise ConfigError(f"FORESCALE_PEERING: {peering!r} is not a valid object name")
@@ -166,6 +176,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         raise ConfigError(f"FORESCALE_HEALTH_PORT: must differ from FORESCALE_METRICS_PORT ({metrics_port})")
 
     return Config(prometheus_url=url, namespaces=namespaces, log_level=level, admin_token_secret=secret,
+                  admin_token_copy_from=copy_from,
                   metrics_port=metrics_port, health_port=health_port, peering=peering,
                   pod_name=env.get("POD_NAME", "").strip(), priority=priority, min_loop_seconds=min_loop,
                   diagnosis_now_seconds=now_s, diagnosis_before_seconds=before_s,

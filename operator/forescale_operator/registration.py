@@ -67,7 +67,8 @@ def retrying() -> Iterator[None]:
 def _deps(memo: kopf.Memo, body: Mapping[str, Any], reads: IndexedReads | None = None) -> TickDeps:
     api: HttpKubeApi = memo.api
     events = KubeEvents(api, Owner.from_body(body), instance=memo.config.pod_name)
-    return TickDeps(api=api, actuators=Actuators(api, memo.config.admin_token_secret), events=events,
+    return TickDeps(api=api, actuators=Actuators(api, memo.config.admin_token_secret, memo.config.admin_token_copy_from),
+                    events=events,
                     prometheus_url=memo.config.prometheus_url,
                     loop=memo.loop, reads=reads)
 

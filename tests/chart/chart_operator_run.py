@@ -29,6 +29,8 @@ from rbac_rules import ApiCall, call_from_record
 
 EXAMPLE = REPO / "crds" / "examples" / "minimal.yaml"
 ADMIN_SECRET = "forescale-admin"
+#: the Secret the chart's default install makes in its release namespace, copied by the operator
+CHART_TOKEN = "forescale-admin-token"
 # The harness's own request, not the operator's: it deletes the resource to drive the finalizer path.
 HARNESS_DELETE = ("delete", "forescale.io", "inferencedeployments", "")
 
@@ -71,18 +73,22 @@ def _http_get(url: str) -> tuple[int, str]:
         return 0, ""
 
 
-def run_operator(apiserver, args: list[str], workdir: Path, scene: str, example: Path = EXAMPLE) -> OperatorRun:
+def run_operator(apiserver, args: list[str], workdir: Path, scene: str, example: Path = EXAMPLE,
+                 token_home: str | None = None) -> OperatorRun:
     """Start the emulated API server and `forescale operator ARGS` in a scene; converge, scrape, delete, stop.
 
     `example` may hold the workload a resource adopts before the resource itself (crds/examples/adopt.yaml):
-    every object is applied, the resource in Auto."""
+    every object is applied, the resource in Auto. The admin token is the user's Secret ADMIN_SECRET in the
+    resource's namespace, or, given `token_home` (the release namespace), the chart's default: CHART_TOKEN
+    there, copied by the operator (FORESCALE_ADMIN_TOKEN_COPY_FROM)."""
     objects = [doc for doc in yaml.safe_load_all(example.read_text()) if doc]
     resource = next(doc for doc in objects if doc["kind"] == "InferenceDeployment")
     resource["spec"]["mode"] = "Auto"
     # One loop tick a second (the minimum), so the playbook runs within seconds.
     resource["spec"].setdefault("forecast", {})["stepSeconds"] = 1
     namespace, name = resource["metadata"]["namespace"], resource["metadata"]["name"]
-    handle = apiserver.start_apiserver(REPO / "crds", kubeconfig_path=workdir / "kubeconfig", namespaces=(namespace,),
+    handle = apiserver.start_apiserver(REPO / "crds", kubeconfig_path=workdir / "kubeconfig",
+                                       namespaces=(namespace,) + ((token_home,) if token_home else ()),
                                        ready_deployments=True)
     prometheus = start_fake_prometheus(name) if scene == "incident" else None
     prometheus_url = (f"http://127.0.0.1:{prometheus.server_address[1]}" if prometheus
@@ -94,14 +100,16 @@ def run_operator(apiserver, args: list[str], workdir: Path, scene: str, example:
         # Direct writes, not HTTP requests: not in the request log.
         for obj in objects:
             handle.put(obj)
-        handle.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": ADMIN_SECRET, "namespace": namespace},
+        secret = CHART_TOKEN if token_home else ADMIN_SECRET
+        handle.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret, "namespace": token_home or namespace},
                     "data": {"token": "Y2hhcnQtdGVzdA=="}})
         env = dict(
             os.environ,
             KUBECONFIG=str(handle.kubeconfig_path),
             FORESCALE_METRICS_PORT=str(metrics_port),
             FORESCALE_HEALTH_PORT=str(health_port),
-            FORESCALE_ADMIN_TOKEN_SECRET=f"{ADMIN_SECRET}/token",
+            FORESCALE_ADMIN_TOKEN_SECRET=f"{secret}/token",
+            FORESCALE_ADMIN_TOKEN_COPY_FROM=token_home or "",
             FORESCALE_PROMETHEUS_URL=prometheus_url,
             POD_NAME="forescale-chart-test",
         )

@@ -26,10 +26,12 @@ def test_operator_accepts_the_rendered_settings(values_file):
 @pytest.mark.parametrize(
     ("values", "expected"),
     [
-        ({}, {"namespaces": (), "admin_token_secret": None, "metrics_port": 8080, "health_port": 8081, "log_level": "INFO"}),
+        ({}, {"namespaces": (), "admin_token_secret": ("forescale-admin-token", "token"), "admin_token_copy_from": "forescale",
+              "metrics_port": 8080, "health_port": 8081, "log_level": "INFO"}),
+        ({"operator.adminTokenSecret.create": "false"}, {"admin_token_secret": None, "admin_token_copy_from": None}),
         (
             {"operator.namespaces": "{ml,ml-staging}", "operator.adminTokenSecret.name": "admin", "operator.adminTokenSecret.key": "tok"},
-            {"namespaces": ("ml", "ml-staging"), "admin_token_secret": ("admin", "tok")},
+            {"namespaces": ("ml", "ml-staging"), "admin_token_secret": ("admin", "tok"), "admin_token_copy_from": None},
         ),
         ({"operator.logLevel": "CRITICAL", "operator.prometheusUrl": "https://prom.example:9090"},
          {"log_level": "CRITICAL", "prometheus_url": "https://prom.example:9090"}),

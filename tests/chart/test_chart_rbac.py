@@ -58,14 +58,14 @@ NAMESPACED_NEEDS = [
 CLUSTER_SCOPED = {"customresourcedefinitions", "clusterkopfpeerings", "namespaces"}
 
 
-def _calls(needs, namespaces: list[str | None]) -> list[ApiCall]:
+def _calls(needs, namespaces: list[str | None], secret: str = ADMIN_SECRET) -> list[ApiCall]:
     calls = []
     for group, full, verbs, _ in needs:
         resource, _, sub = full.partition("/")
         scopes = [None] if resource in CLUSTER_SCOPED else namespaces
         for ns in scopes:
             for verb in verbs:
-                named = {"secrets": ADMIN_SECRET, "leases": LEASE}.get(resource, "x")
+                named = {"secrets": secret, "leases": LEASE}.get(resource, "x")
                 name = None if verb in ("list", "watch", "create") else named
                 calls.append(ApiCall(verb, group, resource, sub, ns, name))
     return calls
@@ -151,10 +151,46 @@ def test_namespaced_mode_stays_in_its_namespaces(call):
     assert not rbac_allows(_grants(MODES["namespaced"][0]), call)
 
 
-def test_no_secret_access_without_an_admin_token_secret():
-    grants = load_grants(render(), SA_NAME, NAMESPACE)
+def test_no_secret_access_when_admin_calls_are_off():
+    grants = load_grants(render(set_values={"operator.adminTokenSecret.create": "false"}), SA_NAME, NAMESPACE)
     assert not rbac_allows(grants, ApiCall("get", "", "secrets", namespace="ml", name=ADMIN_SECRET))
     assert all("secrets" not in g.rule["resources"] for g in grants)
+
+
+#: The default install: the chart's own token Secret in the release namespace, copied by the operator
+#: into each resource's namespace (actuators/admin_secret.py), so it may also create it there and
+#: update it by name.
+CHART_TOKEN = "forescale-admin-token"
+COPY_NEEDS = [need if need[1] != "secrets" else
+              ("", "secrets", ["get", "create", "update"], "actuators/admin_secret.py: the copy; admin token, by name")
+              for need in OPERATOR_NEEDS]
+#: The source Secret is read in the release namespace, watched or not.
+READ_SOURCE = ApiCall("get", "", "secrets", namespace=NAMESPACE, name=CHART_TOKEN)
+COPY_MODES = {
+    "cluster": ({}, _calls(COPY_NEEDS, ["ml", None], CHART_TOKEN) + _calls(CLUSTER_NEEDS, [None]) + [READ_SOURCE]),
+    "namespaced": ({"operator.namespaces": "{" + ",".join(WATCHED) + "}"},
+                   _calls(COPY_NEEDS + NAMESPACED_NEEDS, WATCHED, CHART_TOKEN) + [READ_SOURCE]),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _copy_grants(mode: str):
+    return load_grants(render(set_values=COPY_MODES[mode][0]), SA_NAME, NAMESPACE)
+
+
+@pytest.mark.parametrize("mode", COPY_MODES)
+def test_default_install_copies_its_token_and_nothing_more(mode):
+    calls = COPY_MODES[mode][1]
+    grants = _copy_grants(mode)
+    assert denied_calls(grants, calls) == []
+    assert unused_permissions(grants, calls) == set()
+    # Secrets other than the token stay unreadable; a copy cannot reach another namespace's token in namespaced mode.
+    for call in [c for c in NEVER if c.resource == "secrets"] + [
+            ApiCall("update", "", "secrets", namespace="ml", name="db-password")]:
+        assert not rbac_allows(grants, call), call
+    if mode == "namespaced":
+        assert not rbac_allows(grants, ApiCall("create", "", "secrets", namespace="other"))
+        assert not rbac_allows(grants, ApiCall("update", "", "secrets", namespace=NAMESPACE, name=CHART_TOKEN))
 
 
 @pytest.mark.parametrize("mode", MODES)

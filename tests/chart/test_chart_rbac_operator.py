@@ -3,9 +3,10 @@
 The real operator (`forescale operator`, kopf over HTTP) runs against the
 emulated API server (forescale_devcluster), creates and converges the
 children of crds/examples/minimal.yaml, then handles its deletion:
-- in cluster mode (-A) through an incident (a stand-in Prometheus reports p99
-  900 ms against the 200 ms SLO): traffic shift, admin calls with the token
-  Secret, pods read, snapshot ConfigMap;
+- in cluster mode (-A), the chart's defaults, through an incident (a stand-in
+  Prometheus reports p99 900 ms against the 200 ms SLO): the chart's token
+  Secret copied from the release namespace, traffic shift, admin calls with
+  the token, pods read, snapshot ConfigMap;
 - in namespaced mode (-n) with Prometheus down;
 - in cluster mode adopting crds/examples/adopt.yaml's workload (an existing
   Deployment scaled through deployments/scale, the HPA check, an existing
@@ -26,11 +27,12 @@ from rbac_rules import denied_calls, load_grants
 
 apiserver = pytest.importorskip("forescale_devcluster.apiserver", reason="the emulated API server is not installed")
 
-#: mode -> (operator arguments, chart values, scene, example applied)
+USER_SECRET = {"operator.adminTokenSecret.name": ADMIN_SECRET}
+#: mode -> (operator arguments, chart values, scene, example applied, where the chart's token Secret lives)
 MODES = {
-    "cluster": (["-A"], {}, "incident", EXAMPLE),
-    "namespaced": (["-n", "default"], {"operator.namespaces": "{default}"}, "prometheus-down", EXAMPLE),
-    "adopted": (["-A"], {}, "incident", REPO / "crds" / "examples" / "adopt.yaml"),
+    "cluster": (["-A"], {}, "incident", EXAMPLE, NAMESPACE),
+    "namespaced": (["-n", "default"], {"operator.namespaces": "{default}", **USER_SECRET}, "prometheus-down", EXAMPLE, None),
+    "adopted": (["-A"], USER_SECRET, "incident", REPO / "crds" / "examples" / "adopt.yaml", None),
 }
 
 
@@ -41,8 +43,8 @@ def runs(tmp_path_factory):
 
     def get(mode: str):
         if mode not in cache:
-            args, _, scene, example = MODES[mode]
-            cache[mode] = run_operator(apiserver, args, tmp_path_factory.mktemp(mode), scene, example)
+            args, _, scene, example, token_home = MODES[mode]
+            cache[mode] = run_operator(apiserver, args, tmp_path_factory.mktemp(mode), scene, example, token_home)
         return cache[mode]
 
     return get
@@ -62,9 +64,11 @@ def test_every_call_the_operator_makes_is_allowed(runs, mode):
     if MODES[mode][2] == "incident":
         assert {("", "configmaps", "create"), ("", "secrets", "get"), ("", "pods", "list"),
                 ("gateway.networking.k8s.io", "httproutes", "patch")} <= used, "the playbook did not run"
+    if MODES[mode][4]:
+        assert ("", "secrets", "create") in used, "the chart's token was not copied into the resource's namespace"
     if mode == "adopted":
         assert {("apps", "deployments/scale", "patch"), ("autoscaling", "horizontalpodautoscalers", "list")} <= used
-    manifests = render(set_values={"operator.adminTokenSecret.name": ADMIN_SECRET, **MODES[mode][1]})
+    manifests = render(set_values=MODES[mode][1])
     denied = denied_calls(load_grants(manifests, "forescale", NAMESPACE), run.calls)
     assert denied == [], f"the chart's RBAC would deny these calls of the operator: {denied}"
 

@@ -70,7 +70,8 @@ def test_every_object_has_the_standard_labels(values_file):
 @pytest.mark.parametrize(
     ("values", "args", "env"),
     [
-        ({}, ["-A"], {"FORESCALE_NAMESPACES": "", "FORESCALE_PEERING": "forescale", "FORESCALE_ADMIN_TOKEN_SECRET": ""}),
+        ({}, ["-A"], {"FORESCALE_NAMESPACES": "", "FORESCALE_PEERING": "forescale",
+                             "FORESCALE_ADMIN_TOKEN_SECRET": "forescale-admin-token/token"}),
         (
             {"operator.namespaces": "{ml,ml-staging}", "operator.adminTokenSecret.name": "admin", "operator.logLevel": "DEBUG"},
             ["-n", "ml", "-n", "ml-staging"],

@@ -22,6 +22,9 @@ def test_values_are_parsed():
         "FORESCALE_DIAGNOSIS_NOW_SECONDS": "20", "FORESCALE_DIAGNOSIS_BEFORE_SECONDS": "90"})
     assert config.prometheus_url == "http://prom:9090" and config.namespaces == ("ml", "serving")
     assert config.log_level == "DEBUG" and config.admin_token_secret == ("forescale-admin", "token")
+    assert config.admin_token_copy_from is None
+    assert load_config({"FORESCALE_ADMIN_TOKEN_SECRET": "forescale-admin-token/token",
+                        "FORESCALE_ADMIN_TOKEN_COPY_FROM": "forescale"}).admin_token_copy_from == "forescale"
     assert (config.metrics_port, config.health_port, config.peering, config.min_loop_seconds) == (9000, 9001, "ha", 0.5)
     assert (config.diagnosis_now_seconds, config.diagnosis_before_seconds) == (20, 90)
     assert (load_config({}).diagnosis_now_seconds, load_config({}).diagnosis_before_seconds) == (30, 600)
@@ -33,6 +36,9 @@ def test_values_are_parsed():
     ({"FORESCALE_LOG_LEVEL": "chatty"}, "FORESCALE_LOG_LEVEL: must be one of"),
     ({"FORESCALE_ADMIN_TOKEN_SECRET": "only-a-name"}, "FORESCALE_ADMIN_TOKEN_SECRET: must be <secret name>/<key>"),
     ({"FORESCALE_ADMIN_TOKEN_SECRET": "a/b/c"}, "FORESCALE_ADMIN_TOKEN_SECRET: must be <secret name>/<key>"),
+    ({"FORESCALE_ADMIN_TOKEN_COPY_FROM": "forescale"}, "FORESCALE_ADMIN_TOKEN_COPY_FROM: needs FORESCALE_ADMIN_TOKEN_SECRET"),
+    ({"FORESCALE_ADMIN_TOKEN_SECRET": "t/token", "FORESCALE_ADMIN_TOKEN_COPY_FROM": "Bad_NS"},
+     "FORESCALE_ADMIN_TOKEN_COPY_FROM: 'Bad_NS' is not a valid namespace name"),
     ({"FORESCALE_METRICS_PORT": "http"}, "FORESCALE_METRICS_PORT: must be a port number"),
     ({"FORESCALE_HEALTH_PORT": "70000"}, "FORESCALE_HEALTH_PORT: must be 1..65535"),
     ({"FORESCALE_METRICS_PORT": "9000", "FORESCALE_HEALTH_PORT": "9000"}, "must differ from FORESCALE_METRICS_PORT"),

@@ -51,6 +51,18 @@ app.kubernetes.io/component: operator
 {{- end }}
 {{- end }}
 
+{{/* The Secret the chart makes for the admin token, when operator.adminTokenSecret names none and create is on. */}}
+{{- define "forescale.adminTokenCreated" -}}
+{{- if and (not .Values.operator.adminTokenSecret.name) .Values.operator.adminTokenSecret.create }}
+{{- printf "%s-admin-token" (include "forescale.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{/* The admin-token Secret's name the operator uses: the user's, the chart's own, or empty (admin calls off). */}}
+{{- define "forescale.adminTokenSecret" -}}
+{{- default (include "forescale.adminTokenCreated" .) .Values.operator.adminTokenSecret.name }}
+{{- end }}
+
 {{/* True ("true") when the operator watches every namespace. */}}
 {{- define "forescale.clusterWide" -}}
 {{- if not .Values.operator.namespaces }}true{{- end }}

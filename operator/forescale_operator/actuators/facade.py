@@ -18,7 +18,7 @@ from ..routers.base import Router
 from ..routers.factory import router_for
 from ..spec import PoolSpec, TrafficSpec
 from ..weights import Weights
-from . import deployments, routes, services, targets
+from . import admin_secret, deployments, routes, services, targets
 
 
 @dataclass
@@ -26,10 +26,19 @@ class Actuators:
     api: KubeApi
     #: FORESCALE_ADMIN_TOKEN_SECRET as (secret, key): wired into both pools' pods; None leaves the templates as written
     admin_secret: tuple[str, str] | None = None
+    #: FORESCALE_ADMIN_TOKEN_COPY_FROM: the namespace that Secret is copied from into each resource's; None: no copy
+    admin_copy_from: str | None = None
 
     def router(self, traffic: TrafficSpec) -> Router:
         """The route backend of `traffic` (its routeRef, or `gatewayapi`, `istio`, `none`), talking to this API."""
         return router_for(traffic, self.api)
+
+    async def ensure_admin_token(self, owner: Owner) -> str | None:
+        """Copy the admin-token Secret into `owner`'s namespace (admin_secret.py); None when no copy is configured."""
+        if self.admin_secret is None or self.admin_copy_from is None:
+            return None
+        name, key = self.admin_secret
+        return await admin_secret.ensure_copy(self.api, owner, admin_secret.TokenSource(self.admin_copy_from, name, key))
 
     async def ensure_deployment(self, owner: Owner, pool: PoolSpec, replicas: int | None = None) -> deployments.DeploymentChange:
         return await deployments.ensure_deployment(self.api, owner, pool, replicas, self.admin_secret)

@@ -142,6 +142,9 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
     # Preview with a targetRef is read only: nothing is created, nothing written but this resource's status and events.
     read_only = spec.preview and spec.adopts
     try:
+        if not read_only:
+            # Before the pools: their pods mount it, and would wait on a missing Secret.
+            await deps.actuators.ensure_admin_token(owner)
         a, b = [await deps.actuators.ensure_target(owner, p, targets[p.name], preview=spec.preview) if p.adopted
                 else _not_created(owner, p) if read_only
                 else await deps.actuators.ensure_deployment(owner, p) for p in (spec.a, spec.b)]
