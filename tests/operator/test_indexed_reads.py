@@ -165,7 +165,7 @@ async def test_a_spec_change_mid_tick_finishes_on_the_binding_it_started_with(cl
 
 
 class RacedApi:
-    """The API as seen by a converge that lost a race: its first GET of `name` finds nothing, though it exists."""
+    """The API as seen by a converge that lost a race: its first GET of `default/name` finds nothing, though it exists."""
 
     def __init__(self, api, name: str):
         self.api, self.name, self.raced = api, name, False
@@ -174,7 +174,7 @@ class RacedApi:
         return getattr(self.api, attr)
 
     async def get(self, ref, namespace, name):
-        if name == self.name and not self.raced:
+        if (namespace, name) == ("default", self.name) and not self.raced:
             self.raced = True
             return None
         return await self.api.get(ref, namespace, name)
@@ -223,6 +223,22 @@ async def test_a_create_that_meets_409_adopts_the_object(cluster, api, example, 
                 await ensure_services(raced, owner, spec.a, spec.b)
     made = [(r.verb, r.resource, r.status) for r in cluster.request_log.records()[start:] if r.resource == kind]
     assert made[0] == ("create", kind, 409)
+
+
+async def test_a_second_resource_racing_for_the_admin_token_copy_adds_itself_as_an_owner(cluster, api):
+    """Two resources of one namespace converge at once: both find no copy; the second's create meets 409."""
+    import base64
+
+    from forescale_operator.actuators.admin_secret import TokenSource, ensure_copy
+    source = TokenSource("ml", "forescale-admin-token", "token")
+    cluster.put({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": source.name, "namespace": "ml"},
+                 "data": {"token": base64.b64encode(b"s3cret").decode()}})
+    chat, embed = Owner("chat", "default", "uid-chat"), Owner("embed", "default", "uid-embed")
+    assert await ensure_copy(api, chat, source) == "created"
+    raced = RacedApi(api, source.name)
+    assert await ensure_copy(raced, embed, source) == "updated"
+    copy = cluster.get("secrets", "default", source.name)
+    assert [r["uid"] for r in copy["metadata"]["ownerReferences"]] == ["uid-chat", "uid-embed"]
 
 
 async def test_a_409_whose_object_is_gone_is_raised_for_the_retry(cluster, api, example):
