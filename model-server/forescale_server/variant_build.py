@@ -1,4 +1,4 @@
-"""`forescale variants build`: the lighter variants of an encoder (DESIGN.md §6).
+"""`forescale variants build`: the lighter variants of an encoder.
 
 Recipes (each a directory with a `variant.json` manifest):
 - `int8`: the teacher's weights, served at the server's int8 precision;

@@ -1,5 +1,5 @@
 """The manifest of a built model variant (`variant.json`) and the checks made
-before a server loads one (DESIGN.md §6 "Variants").
+before a server loads one.
 
 A variant directory is complete only when its manifest exists: `variants
 build` writes the manifest last, inside a temporary directory that is renamed
@@ -19,7 +19,7 @@ from pathlib import Path
 
 MANIFEST = "variant.json"
 FORMAT = 1
-#: recipe names, in build order (DESIGN.md §6)
+#: recipe names, in build order
 RECIPES = ("int8", "pruned", "distilled", "distilled-int8", "fused")
 #: how a variant's weights are stored: a Hugging Face BERT directory, the same
 #: with some attention heads removed, or an ONNX graph run by onnxruntime

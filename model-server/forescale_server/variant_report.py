@@ -42,7 +42,7 @@ TOKEN = "variants-report"
 QUALITY_TOLERANCE = 0.002
 #: the seeds' figures, beside the measured rows
 ANCHORS = {
-    "int8": "TensorRT BERT-base A100: int8 ~0.6x fp16 time, 1.67x (forescale_profiles/precision.py, PEERS.md §6)",
+    "int8": "TensorRT BERT-base A100: int8 ~0.6x fp16 time, 1.67x (NVIDIA's TensorRT BERT benchmark)",
     "pruned": "BERT-base, 20% heads: 22% lower latency (1.28x), 18% less compute, GLUE -1.2 points",
     "distilled": "12 -> 4 layers: 4x faster, -2.1% accuracy",
     "distilled-int8": "no seed figure for the combination",

@@ -1,4 +1,4 @@
-"""`forescale variants build|report` (DESIGN.md §6 "Variants")."""
+"""`forescale variants build|report`."""
 
 from __future__ import annotations
 

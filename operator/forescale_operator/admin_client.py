@@ -1,4 +1,4 @@
-"""Calls to the model servers' admin API during the playbook (DESIGN.md §4).
+"""Calls to the model servers' admin API during the playbook.
 
 The operator finds a pool's ready pods through the Kubernetes API and posts to
 each one at `http://<podIP>:<port>`: the container port named `http` (or the

@@ -1,4 +1,4 @@
-"""The desired children of an InferenceDeployment, as plain dicts (DESIGN.md §2).
+"""The desired children of an InferenceDeployment, as plain dicts.
 
 Pure functions: the actuators compare these with what the cluster holds and
 converge. Names: Deployments and Services `<name>-a`, `<name>-b`, Service

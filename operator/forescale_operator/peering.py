@@ -1,4 +1,4 @@
-"""HA through kopf peering (DESIGN.md §3): detect the peering CRDs, make sure our peering object exists.
+"""HA through kopf peering: detect the peering CRDs, make sure our peering object exists.
 
 With the CRDs, every replica joins the peering object `FORESCALE_PEERING`
 with its own priority; the highest acts, the others pause. Without them, the

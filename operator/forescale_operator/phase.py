@@ -1,4 +1,4 @@
-"""The phases of an InferenceDeployment (DESIGN.md §2).
+"""The phases of an InferenceDeployment.
 
 A plain enum with no kopf or kubernetes import, shared by the decision
 engine, the status writer and the simulator. Condition types and reasons are

@@ -1,4 +1,4 @@
-"""The status vocabulary's words, in one place (DESIGN.md §2), the way KEDA keeps its condition types and reasons.
+"""The status vocabulary's words, in one place, the way KEDA keeps its condition types and reasons.
 
 - `Reason`: every Kubernetes event reason Forescale posts. Each event's
   message states the numbers behind it, for example
@@ -18,7 +18,7 @@ from enum import Enum
 class Reason(str, Enum):
     #: the Deployments, Services and route were created
     POOLS_CREATED = "PoolsCreated"
-    #: a spec change reached the children (template, Services, router); not in DESIGN.md's list, added here
+    #: a spec change reached the children (template, Services, router)
     POOLS_UPDATED = "PoolsUpdated"
     #: a pool's desired replicas went up
     SCALED_UP = "ScaledUp"
@@ -38,10 +38,9 @@ class Reason(str, Enum):
     DEBUG_LOGGING_ENABLED = "DebugLoggingEnabled"
     #: the incident scene (metrics window and decisions) was saved
     SNAPSHOT_SAVED = "SnapshotSaved"
-    #: the diagnosis checklist ranked a cause first, with its numbers (issue 17; not in DESIGN.md's list, added here)
+    #: the diagnosis checklist ranked a cause first, with its numbers
     ROOT_CAUSE_SUSPECTED = "RootCauseSuspected"
     #: the diagnosis found one bad pod of pool A, and the operator deleted it so its Deployment replaces it
-    #: (issue 17 §4; not in DESIGN.md's list, added here)
     BAD_POD_DELETED = "BadPodDeleted"
     #: latency has stayed under the SLO for the stable period
     RECOVERED = "Recovered"
@@ -71,13 +70,16 @@ class Reason(str, Enum):
     ADOPTION_REFUSED = "AdoptionRefused"
     #: a forescale.io/* annotation has a value that cannot be used; it is ignored (posted once per bad value)
     ANNOTATION_IGNORED = "AnnotationIgnored"
+    #: a pool's pods cannot authenticate the playbook's admin calls (no token, a token file with no volume, a missing
+    #: Secret, another token); posted once when AdminReady turns False, with the condition's message
+    ADMIN_TOKEN_MISSING = "AdminTokenMissing"
 
 
 #: reasons posted as Warning events; all others are Normal
 WARNING_REASONS = frozenset(
     {Reason.EMERGENCY_STARTED, Reason.OVERLOAD, Reason.CUTBACK_ABORTED, Reason.METRICS_UNAVAILABLE, Reason.INVALID_SPEC,
      Reason.FORECAST_SPIKE, Reason.ADMIN_PORT_INVALID, Reason.CHILD_CONFLICT, Reason.ROOT_CAUSE_SUSPECTED,
-     Reason.ADOPTION_REFUSED, Reason.ANNOTATION_IGNORED}
+     Reason.ADOPTION_REFUSED, Reason.ANNOTATION_IGNORED, Reason.ADMIN_TOKEN_MISSING}
 )
 
 
@@ -93,6 +95,8 @@ class ConditionType(str, Enum):
     METRICS_AVAILABLE = "MetricsAvailable"
     FORECAST_READY = "ForecastReady"
     EMERGENCY = "Emergency"
+    #: both pools' pods hold the operator's admin token, so the playbook's admin calls can authenticate
+    ADMIN_READY = "AdminReady"
 
 
 class ConditionReason(str, Enum):
@@ -120,3 +124,16 @@ class ConditionReason(str, Enum):
     MODEL_REJECTED = "ModelRejected"
     #: ForecastReady=False: the forecaster has nothing to forecast from yet; the engine sizes on the observed rate
     NO_FORECAST = "NoForecast"
+    #: AdminReady=True: both pools' pods read the operator's token (the pools Forescale creates get it mounted)
+    TOKEN_WIRED = "TokenWired"
+    #: AdminReady=False: the operator has no admin token (FORESCALE_ADMIN_TOKEN_SECRET unset): admin calls are off
+    #: by configuration, the pods are not at fault; no event
+    ADMIN_CALLS_OFF = "AdminCallsOff"
+    #: AdminReady=False: an adopted pool's template has no token, or a token file with no Secret volume under it
+    TOKEN_MISSING = "TokenMissing"
+    #: AdminReady=False: a Secret (or key) the token is read from does not exist in the resource's namespace
+    TOKEN_SECRET_MISSING = "TokenSecretMissing"
+    #: AdminReady=False: an adopted pool's pods hold another token than the operator's: admin calls would get 401
+    TOKEN_MISMATCH = "TokenMismatch"
+    #: AdminReady=Unknown: a pool's token comes from where Forescale cannot read it (a CSI volume, a ConfigMap)
+    TOKEN_UNVERIFIED = "TokenUnverified"

@@ -1,4 +1,4 @@
-"""Rolling-origin backtest (DESIGN.md §6), as a library function.
+"""Rolling-origin backtest, as a library function.
 
 The series is split once: the first `train_fraction` of the grid trains the
 LSTM and fits the baselines; every origin of the rest is then forecast, one

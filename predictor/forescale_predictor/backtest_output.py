@@ -11,7 +11,7 @@ PREDICTION_HEADER = ["origin", "target_time", "step", "model", "y_true", "y_pred
 
 
 def write_predictions(result: BacktestResult, path: str | Path) -> int:
-    """CSV rows `origin,target_time,step,model,y_true,y_pred,q0.1,q0.9...` (DESIGN.md §6); returns the row count."""
+    """CSV rows `origin,target_time,step,model,y_true,y_pred,q0.1,q0.9...`; returns the row count."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     quantiles = list(result.quantiles)

@@ -71,20 +71,22 @@ class BaselineForecaster:
     def _fitted_model(self, f: int, col: np.ndarray, col_times: np.ndarray):
         uses, model = self._fitted.get(f, (0, None))
         if model is None or uses >= self.refit_every or len(col) < model.min_history:
-            model = self._model_for(len(col), float(col_times[-1] - col_times[0]))
+            model = self._model_for(len(col), float(col_times[-1] - col_times[0]), counts=TARGET_NAMES[f] == RATE)
             model.fit(col, col_times)
             uses = 0
         if self.refit_every > 1:
             self._fitted[f] = (uses + 1, model)
         return model
 
-    def _model_for(self, length: int, span: float):
-        model = make_baseline_model(self.name, step_seconds=self.step_seconds, horizon=self.horizon, quantiles=self.quantiles)
+    def _model_for(self, length: int, span: float, *, counts: bool):
+        model = make_baseline_model(self.name, step_seconds=self.step_seconds, horizon=self.horizon, quantiles=self.quantiles,
+                                    counts=counts)
         if hasattr(model, "choose_period"):
             model.choose_period(span)
         if length < model.min_history:
             # not enough history for this baseline's lags or period: the last value is the honest answer
-            model = make_baseline_model("last", step_seconds=self.step_seconds, horizon=self.horizon, quantiles=self.quantiles)
+            model = make_baseline_model("last", step_seconds=self.step_seconds, horizon=self.horizon, quantiles=self.quantiles,
+                                        counts=counts)
         return model
 
 

@@ -1,6 +1,6 @@
 """`forescale backtest`: rolling-origin evaluation of the LSTM against the baselines.
 
-Semantics (DESIGN.md §6): train on the first 70% of the series, forecast
+Semantics: train on the first 70% of the series, forecast
 every origin of the rest, one per step; errors at the final horizon step.
 `--json` prints exactly one JSON object on stdout; everything else goes to
 stderr. Bad input ends with a one-line error and exit code 2.

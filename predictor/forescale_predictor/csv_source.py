@@ -1,4 +1,4 @@
-"""Load a time series from a CSV file (DESIGN.md §6).
+"""Load a time series from a CSV file.
 
 The time column and the value column are found case-insensitively
 (`timestamp`, `time`, ... and `value`) unless named, so the files under

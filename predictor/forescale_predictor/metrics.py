@@ -1,4 +1,4 @@
-"""Pure forecast-error metrics (DESIGN.md §6). Arrays in, floats out.
+"""Pure forecast-error metrics. Arrays in, floats out.
 
 - MAE: mean absolute error.
 - sMAPE: mean of 2|y - ŷ| / (|y| + |ŷ|), in percent; pairs where both are

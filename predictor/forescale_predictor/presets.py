@@ -1,4 +1,4 @@
-"""Metric presets (DESIGN.md §4): which PromQL gives latency, rate, errors and more.
+"""Metric presets: which PromQL gives latency, rate, errors and more.
 
 Each preset holds PromQL templates with `$`-placeholders (Grafana style,
 because PromQL itself uses braces):

@@ -3,7 +3,7 @@
 - `*.jsonl`: a Mooncake request trace, binned into a request rate;
 - a CSV with `TIMESTAMP` and token columns but no value column: an Azure LLM
   request trace, binned into a request rate;
-- any other CSV: a value series, columns found as DESIGN.md §6 says.
+- any other CSV: a value series, columns found as docs/predictor.md says.
 
 Request traces are binned at the given step (15 s when none is given).
 Value series keep their own step unless another is given.

@@ -11,7 +11,7 @@ docs/predictor.md):
   inference trace (2023, conversation) and the Mooncake conversation trace,
   each binned into 15 s request counts.
 - **Latency is derived, not measured.** No public trace pairs GPU latency with
-  request rate (DESIGN.md §5), so each rate series is scaled onto a pool of
+  request rate, so each rate series is scaled onto a pool of
   `replicas` pods (2-6) running at a mean utilisation of 35-60% of one pod's
   saturation rate, and p99 latency is computed from it with the calibrated
   service model `forescale_profiles.service_time.derived_latency_ms`

@@ -13,7 +13,7 @@ from typing import Mapping
 
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 
-# INT8 / FP16 on A100, BERT-base seq 128 (PEERS.md §6, NVIDIA TensorRT demo/BERT):
+# INT8 / FP16 on A100, BERT-base seq 128 (NVIDIA's TensorRT BERT benchmark, demo/BERT/README.md):
 # 0.58/0.67 at b=1, 0.95/1.38 at b=8, 2.27/4.10 at b=32, 8.18/16.1 at b=128.
 # At the batch sizes a loaded pod runs (8-32) int8 takes 0.55-0.69 of fp16: 0.6.
 INT8_OVER_FP16 = 0.6
@@ -26,7 +26,7 @@ SERVICE_TIME_FACTOR: Mapping[str, float] = {"fp32": FP32_OVER_FP16, "fp16": 1.0,
 
 #: what the factors above assume, carried into each profile's `assumptions`
 FACTOR_ASSUMPTIONS = (
-    "fp32 = 2.0 x fp16 service time (assumption: no fp32 row in PEERS.md §6)",
+    "fp32 = 2.0 x fp16 service time (assumption: the TensorRT BERT benchmark publishes no fp32 row)",
     "bf16 = fp16 (assumption)",
     "int8 = 0.6 x fp16, from the TensorRT BERT-base A100 rows at batch 8-32",
 )

@@ -5,7 +5,8 @@ derivation of latency for the packaged forecaster's training data.
 Pure Python and numpy: importing this module never loads torch. The
 precision factors come from `forescale_profiles.precision`.
 
-Every coefficient below is taken from `shared/PEERS.md` §6 and names its source.
+Every coefficient below comes from a published benchmark and names it in the
+profile's `source`.
 Where a number is an assumption rather than a published measurement, the
 profile's `assumptions` say so.
 """
@@ -86,9 +87,12 @@ class DecoderProfile:
             raise ValueError(f"unknown precision {precision!r}; expected one of {PRECISIONS}") from None
 
 
+#: where the encoder rows come from, in words a user can follow (printed by `forescale replay`)
+_TENSORRT_BERT = "NVIDIA's published TensorRT BERT benchmark (github.com/NVIDIA/TensorRT, demo/BERT/README.md)"
+
 A100_BERT_BASE = EncoderProfile(
     name="a100-bert-base",
-    source="PEERS.md §6: NVIDIA/TensorRT demo/BERT README, A100-40GB FP16 seq 128; linear fit 0.45 + 0.123*b ms",
+    source=f"{_TENSORRT_BERT}, A100-40GB FP16 seq 128; linear fit 0.45 + 0.123*b ms",
     base_ms=0.45,
     per_item_ms=0.123,
     max_batch=128,
@@ -98,7 +102,7 @@ A100_BERT_BASE = EncoderProfile(
 
 T4_BERT_BASE = EncoderProfile(
     name="t4-bert-base",
-    source="PEERS.md §6: NVIDIA/TensorRT demo/BERT README, T4 FP16 seq 128; linear fit 0.9 + 1.06*b ms",
+    source=f"{_TENSORRT_BERT}, T4 FP16 seq 128; linear fit 0.9 + 1.06*b ms",
     base_ms=0.9,
     per_item_ms=1.06,
     max_batch=16,
@@ -108,7 +112,7 @@ T4_BERT_BASE = EncoderProfile(
 
 A100_OPT13B = DecoderProfile(
     name="a100-opt-13b",
-    source="PEERS.md §6: DistServe simdistserve time_estimator, A100-80GB OPT-13B TP1 (bs < 95)",
+    source="DistServe's simulator (github.com/LLMServe/DistServe, simdistserve time_estimator), A100-80GB OPT-13B TP1 (bs < 95)",
     prefill=(16.46, 0.0926, 6.47e-6),
     decode=(19.93, 6.27e-4, 0.0385),
     max_batch=64,
@@ -125,7 +129,8 @@ A100_OPT13B = DecoderProfile(
 # per-item cost, int8 at 0.6x) is the published one; its scale is chosen.
 DEMO_ENCODER = EncoderProfile(
     name="demo",
-    source="PEERS.md §6 A100 BERT-base FP16 fit (0.45 + 0.123*b ms) scaled x40 in time so that a pod saturates near 180 rps (fp16) on 2 CPU cores",
+    source=(f"the A100 BERT-base FP16 fit of {_TENSORRT_BERT} (0.45 + 0.123*b ms) scaled x40 in time "
+            "so that a pod saturates near 180 rps (fp16) on 2 CPU cores"),
     base_ms=0.45 * 40,
     per_item_ms=0.123 * 40,
     max_batch=32,
@@ -140,7 +145,8 @@ DEMO_ENCODER = EncoderProfile(
 # a small GPU. Its scale is chosen for the demo, not measured.
 DEMO_HEAVY = EncoderProfile(
     name="demo-heavy",
-    source="PEERS.md §6 A100 BERT-base FP16 fit (0.45 + 0.123*b ms) scaled x150 in time, max batch 16, so that a pod saturates near 44 rps (fp16) in the 2-core demo",
+    source=(f"the A100 BERT-base FP16 fit of {_TENSORRT_BERT} (0.45 + 0.123*b ms) scaled x150 in time, "
+            "max batch 16, so that a pod saturates near 44 rps (fp16) in the 2-core demo"),
     base_ms=0.45 * 150,
     per_item_ms=0.123 * 150,
     max_batch=16,
@@ -206,7 +212,7 @@ def derived_latency_ms(
     """Quantile latency implied by a request-rate series spread over `replicas` pods.
 
     Used to build latency series for the forecaster's training data, since no
-    public trace pairs GPU latency with request rate (DESIGN.md §5). Overload is
+    public trace pairs GPU latency with request rate. Overload is
     capped at `cap_ms` so the series stays finite.
     """
     if replicas < 1:

@@ -1,4 +1,4 @@
-"""What no policy that keeps DESIGN.md §2's warm reserve, and serves its traffic
+"""What no policy that keeps the warm reserve, and serves its traffic
 on pool A at A's precision outside incidents (the 100/0 steady state), can spend
 less than.
 

@@ -24,7 +24,7 @@ from .llm_pod import LlmPod
 
 PEER_UTILIZATION = 0.70
 #: `--peer-utilization` above 1 sizes peers past the SLO's capacity; 1.5 is the
-#: most the frontier sweep has any use for (DESIGN.md §6 "Frontier")
+#: most the frontier sweep has any use for
 MAX_PEER_UTILIZATION = 1.5
 
 

@@ -6,7 +6,7 @@
         [--max-replicas N] [--profile NAME] [--compress X] [--forecaster NAME] [--spec FILE]
         [--peer-utilization U] [--load-scale X]
 
-With `--json` exactly one JSON object (DESIGN.md §6) goes to stdout and
+With `--json` exactly one JSON object goes to stdout and
 progress to stderr; otherwise a table is printed. Bad input gets one line
 on stderr and exit code 2, never a traceback.
 """

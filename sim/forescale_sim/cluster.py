@@ -1,7 +1,7 @@
 """The simulated cluster: two pools of pods with start-up, removal, crashes,
 runtime precision, incidents and GPU-time accounting.
 
-GPU time counts from the moment a pod is scheduled (DESIGN.md §6) until it is
+GPU time counts from the moment a pod is scheduled until it is
 removed, weighted by its pool's `costWeight`. A pod removed by a scale-down
 stops receiving traffic at once and its GPU time stops at removal: its
 in-flight requests still complete (a simplification of graceful termination,

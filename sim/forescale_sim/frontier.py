@@ -1,4 +1,4 @@
-"""The peers' cost-violation curve and where Forescale sits against it (DESIGN.md §6 "Frontier").
+"""The peers' cost-violation curve and where Forescale sits against it.
 
 A peer's cost and its violations both depend on its utilisation target, so
 each peer at each `--peer-utilization` is one point (GPU-hours, violation

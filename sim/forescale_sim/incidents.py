@@ -35,7 +35,7 @@ class Incident:
     pods: int = 0
 
     def to_dict(self) -> dict:
-        """The DESIGN.md §6 JSON form (only the keys that apply to the kind)."""
+        """The JSON form (only the keys that apply to the kind)."""
         d = asdict(self)
         keep = {"slowdown": ("kind", "pool", "factor", "start", "seconds"), "crash": ("kind", "pool", "pods", "start")}[self.kind]
         return {k: d[k] for k in keep}
@@ -99,7 +99,7 @@ def parse_incidents(spec: str) -> list[Incident]:
 
 
 def default_incidents(duration_seconds: float, seed: int = 0) -> list[Incident]:
-    """DESIGN.md §6: one slowdown of pool A by 2.5x for 300 s, starting at a
+    """The default incident: one slowdown of pool A by 2.5x for 300 s, starting at a
     seeded random whole second in the middle third of the trace."""
     rng = np.random.default_rng(seed)
     lo, hi = duration_seconds / 3.0, 2.0 * duration_seconds / 3.0

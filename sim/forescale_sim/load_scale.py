@@ -1,4 +1,4 @@
-"""`--load-scale X`: the same traffic, X times heavier (DESIGN.md §6 "Frontier").
+"""`--load-scale X`: the same traffic, X times heavier.
 
 - A rate trace's counts are multiplied by X (any X >= 1).
 - A request trace becomes X superposed copies of itself. Copy 0 is the

@@ -1,4 +1,4 @@
-"""The replay's measurements, exactly as DESIGN.md §6 defines them.
+"""The replay's measurements, exactly as docs/replay.md defines them.
 
 - Latency quantiles are taken over 10 s windows (by arrival time).
 - A window is over the SLO when its SLO quantile is: equivalently, when more
@@ -40,7 +40,7 @@ def episodes(flags: np.ndarray) -> list[tuple[int, int]]:
 
 def recovery_seconds(flags: np.ndarray, window_seconds: float = WINDOW_SECONDS,
                      stable_seconds: float = STABLE_SECONDS) -> list[tuple[float, bool]]:
-    """(seconds to recover, censored) for each episode (DESIGN.md §6).
+    """(seconds to recover, censored) for each episode.
 
     `censored` is True when the episode never recovered before the trace ended;
     its time then runs to the end of the trace."""

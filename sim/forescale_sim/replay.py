@@ -65,7 +65,7 @@ class PolicyRun:
     peak_replicas: dict = field(default_factory=lambda: {"a": 0, "b": 0})
 
     def to_dict(self) -> dict:
-        """The DESIGN.md §6 keys, plus a few extra ones."""
+        """The replay's JSON keys (docs/replay.md), plus a few extra ones."""
         out = {
             "requests": self.slo.requests,
             "requests_over_slo_fraction": round(self.slo.over_fraction, 6),
@@ -106,7 +106,7 @@ class _Actuator:
         self.weights = {"a": 100, "b": 0}
         self.scaling_actions = 0
         self.weight_changes = 0
-        #: the most replicas asked of each pool at any tick (DESIGN.md §6 "Frontier")
+        #: the most replicas asked of each pool at any tick
         self.peak = {"a": 0, "b": 0}
 
     def warm_start(self, cmd: Command) -> None:

@@ -34,7 +34,7 @@ def _cell(key: str, value) -> str:
 
 
 def replay_table(result: ReplayResult) -> Table:
-    """One row per policy, the DESIGN.md §6 measurements as columns."""
+    """One row per policy, the replay's measurements as columns."""
     data = result.to_json()
     incidents = "; ".join(
         f"{i['kind']} {i['pool']} x{i.get('factor', '')} at {i['start']:g} s for {i.get('seconds', 0):g} s" if i["kind"] == "slowdown"

@@ -2,7 +2,7 @@
 
 This is the library entry point the CLI and the benchmark call:
 `run_replay(ReplayOptions(...)) -> ReplayResult`, whose `to_json()` is the
-DESIGN.md §6 object.
+`--json` object (docs/replay.md).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from .traces import load_trace
 
 #: Token traces are served by OPT-13B on A100 (the DistServe fit); rate traces
 #: by BERT-base on T4 (the TensorRT fit), whose per-pod capacity puts ServeGen's
-#: ~1,900 req/s on a handful of pods. Both from PEERS.md §6.
+#: ~1,900 req/s on a handful of pods. Both from published benchmarks (forescale_profiles.service_time).
 DEFAULT_PROFILE = {"llm": A100_OPT13B.name, "encoder": T4_BERT_BASE.name}
 DEFAULT_SLO_MS = {"llm": 1000.0, "encoder": 200.0}
 ORACLE_ROUNDS = 8
@@ -50,7 +50,7 @@ class ReplayOptions:
     compress: float | None = None
     forecaster: str = "lstm"  # lstm (the packaged default) or a baseline name
     spec_overrides: dict | None = None
-    #: every peer's per-pod target is this share of the calibrated capacity (DESIGN.md §6 "Frontier")
+    #: every peer's per-pod target is this share of the calibrated capacity
     peer_utilization: float = PEER_UTILIZATION
     #: the load multiplied by this (load_scale.py)
     load_scale: float = 1.0
@@ -67,11 +67,11 @@ class ReplayResult:
     calibration: dict
     runs: dict[str, PolicyRun]
     forecaster: str
-    #: GPU-hours no policy keeping DESIGN.md §2's reserve can go under (bounds.py)
+    #: GPU-hours no policy keeping the warm reserve can go under (bounds.py)
     reserve_floor_gpu_hours: float = 0.0
 
     def to_json(self) -> dict:
-        """The DESIGN.md §6 object (plus `calibration`, `notes` and `forecaster`)."""
+        """The `--json` object (plus `calibration`, `notes` and `forecaster`)."""
         return {
             "trace": self.trace.name,
             "format": self.options.fmt,

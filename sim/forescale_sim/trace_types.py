@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 #: Token traces are served by LLM pods (SLO on time to first token); the
-#: others by encoder pods (SLO on total latency). DESIGN.md §6.
+#: others by encoder pods (SLO on total latency).
 LLM = "llm"
 ENCODER = "encoder"
 

@@ -1,4 +1,4 @@
-"""The target's admin API (DESIGN.md §4): the bearer token and the calls the
+"""The target's admin API: the bearer token and the calls the
 stress tool makes (faults, precision switch, warm-up). The token is sent in a
 header and never printed, logged or put in the report."""
 

@@ -51,7 +51,7 @@ class StepWindow:
 
 @dataclass(frozen=True)
 class StepStats:
-    """One row of the report (DESIGN.md §6 keys plus a few extra)."""
+    """One row of the report (docs/stress.md's keys plus a few extra)."""
 
     index: int
     rate: float

@@ -1,4 +1,4 @@
-"""The report: one JSON-ready dict (DESIGN.md §6 keys, plus extras), and its
+"""The report: one JSON-ready dict (docs/stress.md's keys, plus extras), and its
 rendering as rich tables."""
 
 from __future__ import annotations

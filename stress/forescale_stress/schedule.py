@@ -22,7 +22,7 @@ STOP_MAX_RATE = "max_rate"
 STOP_MAX_REQUESTS = "max_requests"
 STOP_MAX_SECONDS = "max_seconds"
 STOP_INTERRUPTED = "interrupted"
-#: DESIGN.md §3: with no bounds given, a run finishes by itself within five minutes
+#: with no bounds given, a run finishes by itself within five minutes
 DEFAULT_MAX_SECONDS = 300.0
 
 

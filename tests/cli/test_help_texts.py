@@ -8,6 +8,7 @@ long word is not wrapped, so it is checked too).
 from __future__ import annotations
 
 import importlib
+import re
 
 import pytest
 import typer
@@ -78,3 +79,12 @@ def test_one_style_and_no_bool_metavar(argv, command, capsys):
 def test_the_dispatchers_own_usage_fits(capsys):
     assert main(["--help"]) == 0
     assert all(len(line) <= WIDTH for line in capsys.readouterr().out.splitlines())
+
+
+@pytest.mark.parametrize("argv, command", EVERY, ids=IDS)
+def test_help_cites_nothing_users_do_not_have(argv, command, capsys):
+    # A design or peers file, its sections, issue or session numbers: none of them ship.
+    text = _help(argv, capsys)
+    hits = [line for line in text.splitlines()
+            if re.search(r"DESIGN\.md|PEERS\.md|STYLE\.md|§|\b[Ii]ssue \d+|\b[Ss]ession \d+", line)]
+    assert not hits, f"`forescale {' '.join(argv)} --help`:\n" + "\n".join(hits)

@@ -135,3 +135,7 @@ def test_every_example_runs_and_answers_the_admin_token(tmp_path):
         for resource in resources:
             status = (stack.infd(resource["metadata"]["name"]) or {}).get("status") or {}
             assert status.get("phase") not in (None, "Invalid"), (resource["metadata"]["name"], status)
+            # The operator's own check agrees: both pools' pods hold its token.
+            admin = next((c for c in status.get("conditions") or [] if c.get("type") == "AdminReady"), {})
+            assert (admin.get("status"), admin.get("reason")) == ("True", "TokenWired"), (resource["metadata"]["name"],
+                                                                                       admin)

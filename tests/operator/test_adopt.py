@@ -52,7 +52,7 @@ class Rig:
     """The adopt example in the emulated cluster, and the operator's handlers run in-process."""
 
     def __init__(self, cluster, api, *, mode: str = "Preview", source=None,
-                 edit: Callable[[list[dict]], None] | None = None) -> None:
+                 edit: Callable[[list[dict]], None] | None = None, admin_secret: tuple[str, str] | None = None) -> None:
         self.cluster, self.api = cluster, api
         self.objects = example_objects()
         self.resource["spec"]["mode"] = mode
@@ -61,7 +61,7 @@ class Rig:
         self.events = RecordingEvents()
         loop = ForecastLoop(bindings=Bindings(prometheus_url="http://prom:9090", build=lambda url: source)) \
             if source is not None else ForecastLoop()
-        self.deps = TickDeps(api=api, actuators=Actuators(api), events=self.events, loop=loop)
+        self.deps = TickDeps(api=api, actuators=Actuators(api, admin_secret), events=self.events, loop=loop)
         for obj in self.objects:
             cluster.put(obj)
         self.mark = len(cluster.request_log)
@@ -332,3 +332,43 @@ async def test_a_fixed_reference_recovers_at_the_next_tick(cluster, api):
     await rig.tick()
     assert rig.status["phase"] != "Invalid" and rig.obj("deployments", "embed-b") is not None
     assert rig.events.reasons[-1] == "PoolsUpdated" and "Spec valid again" in rig.events.events[-1][2]
+
+
+TOKEN_SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "forescale-admin-token", "namespace": NS},
+                "data": {"token": "czNjcmV0"}}
+
+
+def _mount_the_token(deployment: dict) -> dict:
+    """What docs/migrate.md (On a real cluster, step 6) tells the user to add to their server container."""
+    spec = deployment["spec"]["template"]["spec"]
+    spec["volumes"] = [{"name": "admin-token", "secret": {"secretName": "forescale-admin-token"}}]
+    server = spec["containers"][0]
+    server["env"].append({"name": "FORESCALE_ADMIN_TOKEN_FILE", "value": "/var/run/forescale/token"})
+    server["volumeMounts"] = [{"name": "admin-token", "mountPath": "/var/run/forescale", "readOnly": True}]
+    return deployment
+
+
+@pytest.mark.parametrize("mode", ["Preview", "Auto"])
+async def test_admin_ready_names_the_adopted_pool_without_the_token_once_and_clears_when_mounted(cluster, api, mode):
+    rig = Rig(cluster, api, mode=mode, admin_secret=("forescale-admin-token", "token"),
+              edit=lambda objects: objects.insert(0, copy.deepcopy(TOKEN_SECRET)))
+    await rig.reconcile()
+    for _ in range(3):
+        await rig.tick()
+
+    def admin() -> dict:
+        return next(c for c in rig.status["conditions"] if c["type"] == "AdminReady")
+
+    assert (admin()["status"], admin()["reason"]) == ("False", "TokenMissing")
+    assert admin()["message"].startswith("pool a (Deployment embed): container server sets neither "
+                                         "FORESCALE_ADMIN_TOKEN_FILE nor FORESCALE_ADMIN_TOKEN")
+    warnings = [m for t, r, m in rig.events.events if r == "AdminTokenMissing"]
+    assert warnings == [admin()["message"]]  # one Warning over a reconcile and three ticks
+    if mode == "Preview":
+        assert own_writes_only(rig.writes()), rig.writes()  # the check only reads
+    # The user mounts the token, as docs/migrate.md says: the next tick sees it, and posts nothing more.
+    cluster.put(_mount_the_token(rig.obj("deployments")))
+    await rig.tick()
+    assert (admin()["status"], admin()["reason"]) == ("True", "TokenWired"), admin()
+    assert "pool a (Deployment embed): reads Secret forescale-admin-token (key token)" in admin()["message"]
+    assert [r for _, r, _ in rig.events.events].count("AdminTokenMissing") == 1

@@ -167,7 +167,7 @@ def test_status_schema_covers_every_status_field_of_the_design():
                                                      "selection", "nominalCoverage", "recentErrorRate",
                                                      "rateBandCoverage"}
     assert status["conditions"]["items"]["properties"]["type"]["enum"] == [
-        "Ready", "MetricsAvailable", "ForecastReady", "Emergency"]
+        "Ready", "MetricsAvailable", "ForecastReady", "Emergency", "AdminReady"]
 
 
 

@@ -49,7 +49,8 @@ async def test_create_makes_every_child_and_reports_with_numbers(cluster, api, e
     assert status["phase"] == "Stable" and status["weights"] == {"a": 100, "b": 0} and status["observedGeneration"] == 1
     assert status["pools"]["a"]["readyReplicas"] == 2 and status["pools"]["b"]["desiredReplicas"] == 1
     assert {c["type"]: c["status"] for c in status["conditions"]} == {
-        "Ready": "True", "MetricsAvailable": "Unknown", "ForecastReady": "Unknown", "Emergency": "Unknown"}
+        "Ready": "True", "MetricsAvailable": "Unknown", "ForecastReady": "Unknown", "Emergency": "Unknown",
+        "AdminReady": "False"}
 
 
 async def test_a_second_run_changes_nothing_and_posts_nothing(cluster, api, example):

@@ -12,7 +12,8 @@ from forescale_operator.weights import Weights
 
 def test_a_new_status_starts_every_condition_unknown():
     patch = StatusUpdate(None).patch
-    assert [c["type"] for c in patch["conditions"]] == ["Ready", "MetricsAvailable", "ForecastReady", "Emergency"]
+    assert [c["type"] for c in patch["conditions"]] == ["Ready", "MetricsAvailable", "ForecastReady", "Emergency",
+                                                        "AdminReady"]
     assert {c["status"] for c in patch["conditions"]} == {"Unknown"}
 
 

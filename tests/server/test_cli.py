@@ -16,6 +16,7 @@ from forescale_server.cli import app
         (["--cache-policy", "fifo", "--emulate-gpu", "demo"], "unknown --cache-policy"),
         (["--port", "0", "--emulate-gpu", "demo"], "--port must be"),
         (["--max-batch", "0", "--emulate-gpu", "demo"], "--max-batch must be >= 1"),
+        (["--threads", "-1", "--emulate-gpu", "demo"], "--threads must be >= 0"),
         (["--model", "/no/such/model"], "unknown model"),
     ],
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from .. import children
 from ..children import ChildConflict, Owner
@@ -38,6 +39,8 @@ class PoolReadiness:
     name: str = ""
     #: a targetRef's pod selector (its matchLabels, `k=v,...`); empty for the Deployments Forescale made
     selector: str = ""
+    #: a targetRef's pod template (spec.template), read for the admin token (admin_readiness.py); None for ours
+    template: Mapping[str, Any] | None = None
 
 
 def clamp(value: int, pool: PoolSpec) -> int:
@@ -103,7 +106,8 @@ async def read_pool(api: KubeApi, owner: Owner, pool: PoolSpec) -> PoolReadiness
         owned = pool.adopt_owned or children.foreign_controller(current, owner) is None
         labels = (spec.get("selector") or {}).get("matchLabels") or {}
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        template = spec.get("template") or {}
     else:
-        owned, selector = children.owned_by(current, owner), ""
+        owned, selector, template = children.owned_by(current, owner), "", None
     return PoolReadiness(True, owned, int(status.get("replicas") or 0), int(status.get("readyReplicas") or 0), desired,
-                         name, selector)
+                         name, selector, template)

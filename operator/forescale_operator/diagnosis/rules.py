@@ -120,7 +120,7 @@ class Finding:
 class Rule:
     """One cause on the checklist."""
 
-    #: the cause's name (DESIGN.md §6, Diagnosis)
+    #: the cause's name (docs/diagnosis.md)
     cause: str
     #: how SREs read it
     title: str

@@ -1,4 +1,4 @@
-"""Rule 4: recovery and the gradual cut-back (Flagger-like stepping, PEERS.md).
+"""Rule 4: recovery and the gradual cut-back (Flagger-like stepping).
 
 - Emergency -> Recovering once latency is under the target (and no measured
   trigger holds); back to Emergency if it rises over the target again.

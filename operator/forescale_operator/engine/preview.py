@@ -1,7 +1,7 @@
 """Rule 5: Preview computes everything and acts on nothing.
 
-The returned Decision carries what the operator may apply in Preview (DESIGN.md
-§2): the children at their minimums, weights 100/0, the template precision, and
+The returned Decision carries what the operator may apply in Preview: the
+children at their minimums, weights 100/0, the template precision, and
 no actions. What Auto would do is kept in `Decision.would`; every event message
 and the summary start with `Preview: would`.
 """

@@ -18,7 +18,7 @@
 - Scale-up is bounded per tick like the HPA's default `behavior`: to the
   larger of +`scale_up_percent`% and +`scale_up_pods` pods.
 - Each raw recommendation then goes through the HPA's stabilization
-  (PEERS.md §1, `behavior` with an up window of 0): `min(max(current, raw),
+  (its `behavior` with an up window of 0): `min(max(current, raw),
   max(recommendations in the window))` — up at once, down only to the highest
   recommendation of the last window — and finally the pool's bounds.
 """

@@ -22,7 +22,7 @@ from .state import EngineState
 POOLS = ("a", "b")
 
 #: relative throughput per precision (fp16 = 1). int8 runs a batch in 0.6x the
-#: fp16 time on the published TensorRT BERT rows (PEERS.md §6), fp32 in ~2x:
+#: fp16 time on the published TensorRT BERT rows, fp32 in ~2x:
 #: the shared profiles' factors, inverted (fp32 0.5, fp16 1, bf16 1, int8 1/0.6).
 DEFAULT_PRECISION_SPEED: Mapping[str, float] = PRECISION_SPEED
 

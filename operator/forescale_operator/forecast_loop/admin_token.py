@@ -11,6 +11,7 @@ import base64
 import logging
 from typing import Any
 
+from ..admin_wiring import usable_token
 from ..kube.refs import SECRETS
 
 logger = logging.getLogger(__name__)
@@ -45,13 +46,4 @@ async def read_admin_token(api: Any, namespace: str, secret_ref: tuple[str, str]
     if token is None:
         logger.warning("Secret %s/%s key %r is empty or holds characters an Authorization header cannot carry "
                        "(printable ASCII only); admin calls are skipped", namespace, name, key)
-    return token
-
-
-def usable_token(text: str) -> str | None:
-    """The model server's rule (forescale_server.admin_token.clean_token): strip surrounding
-    whitespace; nothing left, or anything but printable ASCII, is no token."""
-    token = text.strip() if isinstance(text, str) else ""
-    if not token or any(not 0x20 <= ord(c) <= 0x7E for c in token):
-        return None
     return token

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from .. import admin_readiness
 from .. import observe as observing
 from ..actuators.deployments import DeploymentChange
 from ..actuators.routes import RouteChange
@@ -194,6 +195,11 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
     seen = await observing.observe(deps.api, owner, router, spec)
     observing.record(update, spec, seen)
     update.adopted(adopted)
+    # Whether the playbook's admin calls can authenticate on both pools (an adopted template may lack the token).
+    admin = await admin_readiness.check(deps.api, owner, spec, seen, deps.actuators.admin_secret,
+                                        deps.actuators.admin_copy_from)
+    admin_readiness.record(update, admin)
+    await admin_readiness.report(deps.events, status, admin, owner)
     # Without a metric source nothing is scaled: say Degraded from the start, not Stable until the first tick.
     update.phase(seen.phase_for(spec) if spec.metrics.prometheus_url or deps.prometheus_url
                  else seen.phase_without_metrics(spec))

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from .. import admin_readiness
 from .. import observe as observing
 from ..children import Owner
 from ..engine import decide
@@ -101,6 +102,11 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     await report_ignored_annotation(deps.events, binding, memory)
     # Readiness, without the phase: the engine's where it runs (an incident outlives readiness), set below where not.
     observing.record(update, spec, seen)
+    # The admin token of both pools' pods, every tick: an adopted Deployment's template can change under us.
+    admin = await admin_readiness.check(deps.api, owner, spec, seen, deps.actuators.admin_secret,
+                                        deps.actuators.admin_copy_from)
+    admin_readiness.record(update, admin)
+    await admin_readiness.report(deps.events, status, admin, owner)
     # Read the metrics where a Prometheus URL exists (the spec's, else the operator's); without one, status is all:
     # Degraded once pool A serves, and one MetricsUnavailable Warning naming the setting.
     if not binding.reads_metrics:

@@ -15,7 +15,7 @@ class NopRouter:
         return False
 
     async def set_weights(self, owner: Owner, weights: Weights) -> None:
-        # Nothing to shift: with no router the operator only scales (DESIGN.md §2).
+        # Nothing to shift: with no router the operator only scales.
         return None
 
     async def get_weights(self, owner: Owner) -> Weights | None:

@@ -16,10 +16,12 @@ BASELINES: dict[str, type[Baseline]] = {
 }
 
 
-def make_baseline_model(name: str, *, step_seconds: float, horizon: int, quantiles=(0.5, 0.9)) -> Baseline:
-    """The array-level baseline called `name` (one of BASELINES)."""
+def make_baseline_model(name: str, *, step_seconds: float, horizon: int, quantiles=(0.5, 0.9),
+                        counts: bool = False) -> Baseline:
+    """The array-level baseline called `name` (one of BASELINES); `counts` for a series of event counts
+    (a request rate), whose band scales with the square root of its level (base.py)."""
     try:
         cls = BASELINES[name]
     except KeyError:
         raise ValueError(f"unknown baseline {name!r}; choose one of {', '.join(BASELINES)}") from None
-    return cls(step_seconds=step_seconds, horizon=horizon, quantiles=tuple(quantiles))
+    return cls(step_seconds=step_seconds, horizon=horizon, quantiles=tuple(quantiles), counts=counts)

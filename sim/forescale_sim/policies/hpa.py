@@ -1,5 +1,5 @@
 """The Kubernetes HPA (autoscaling/v2) on a requests-per-second Pods metric,
-as PEERS.md §1 records it from source.
+as its source defines it.
 
 Modelled: a sync every 15 s; the per-pod rate of each ready pod (a Pods
 metric served by a Prometheus adapter, `rate(requests[1m])`) against the

@@ -1,4 +1,4 @@
-"""The Kubernetes HPA's arithmetic, from its source as PEERS.md §1 records it
+"""The Kubernetes HPA's arithmetic, from its source
 (kubernetes/kubernetes pkg/controller/podautoscaler/replica_calculator.go and
 horizontal.go). Pure functions, tested against hand-computed tables.
 

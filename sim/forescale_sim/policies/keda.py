@@ -1,4 +1,4 @@
-"""KEDA's ScaledObject with the Prometheus scaler, as PEERS.md §2 records it.
+"""KEDA's ScaledObject with the Prometheus scaler, as KEDA's source defines it.
 
 Modelled: the query `sum(rate(requests_total[1m]))` against `threshold`
 (= the per-pod target) as an External AverageValue metric of the generated

@@ -1,4 +1,4 @@
-"""Knative Serving's KPA in RPS mode, as PEERS.md §3 records it from
+"""Knative Serving's KPA in RPS mode, as defined in
 knative/serving pkg/autoscaler/scaling/autoscaler.go.
 
 Modelled: decisions every 2 s; 1 s buckets of observed requests per second;

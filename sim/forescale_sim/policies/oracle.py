@@ -1,6 +1,6 @@
 """The oracle: it knows the future arrivals, the incidents and the start-up
 time, and runs the fewest pods of pool A that keep every 10 s window under
-the SLO, with no reserve (DESIGN.md §6).
+the SLO, with no reserve.
 
 How: for each window it needs `ceil(rate / capacity)` ready pods, where the
 rate is the window's true arrival rate and the capacity is the calibrated
