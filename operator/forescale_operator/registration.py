@@ -93,7 +93,7 @@ def forescale_services(namespace: str | None, labels: kopf.Labels, body: kopf.Bo
 def _reads(memo: kopf.Memo, handed: Mapping[str, Any]) -> IndexedReads:
     """The indexes kopf handed to a handler, over the operator's API (an index not handed over: not synced)."""
     return IndexedReads(memo.api, deployments=handed.get("forescale_deployments"), pods=handed.get("forescale_pods"),
-                        services=handed.get("forescale_services"))
+                        services=handed.get("forescale_services"), secrets=memo.setdefault("secret_reads", {}))
 
 
 def make_forecast_loop(config: Config, api: HttpKubeApi) -> ForecastLoop:

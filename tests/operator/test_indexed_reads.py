@@ -23,7 +23,7 @@ from forescale_operator.handlers.tick import INDEXES_NOT_SYNCED, TickContext, Ti
 from forescale_operator.kube import indexed
 from forescale_operator.kube.errors import ApiError
 from forescale_operator.kube.indexed import IndexedReads
-from forescale_operator.kube.refs import DEPLOYMENTS, PODS, SERVICES
+from forescale_operator.kube.refs import DEPLOYMENTS, PODS, SECRETS as SECRETS_REF, SERVICES
 from forescale_operator.readings.base import MetricSample, PoolSample
 from forescale_operator.spec import parse_spec
 from test_reconcile import current, deps_for
@@ -295,3 +295,44 @@ async def test_what_is_served_from_an_index(call, served, asked):
     verb, ref, namespace, arg = call
     got = await (reads.get(ref, namespace, arg) if verb == "get" else reads.list(ref, namespace, arg))
     assert got == served and api.calls == asked
+
+
+class SecretApi(CountingApi):
+    """Answers a Secret `admin` in `ml`, or fails when `failing`."""
+
+    failing = False
+
+    async def get(self, ref, namespace, name):
+        self.calls.append(("get", ref.plural, name))
+        if self.failing:
+            raise ApiError(503, "ServiceUnavailable", "down")
+        return {"metadata": {"name": name}} if (namespace, name) == ("ml", "admin") else None
+
+
+@pytest.mark.parametrize(("reads", "gets"), [
+    # (seconds after the first read, namespace, name) -> the Secret GETs the API server saw in all
+    ([(0, "ml", "admin"), (30, "ml", "admin")], 1),  # within a minute: the read is shared
+    ([(0, "ml", "admin"), (61, "ml", "admin")], 2),  # a minute on: read again (a rotated token shows)
+    ([(0, "ml", "gone"), (30, "ml", "gone")], 1),  # absent is an answer too
+    ([(0, "ml", "admin"), (1, "other", "admin")], 2),  # per namespace
+])
+async def test_secrets_are_read_at_most_once_a_minute(reads, gets):
+    api, now = SecretApi(), [0.0]
+    shared: dict = {}
+    for at, namespace, name in reads:
+        now[0] = at
+        # one reader per resource's daemon, sharing the operator's dict of reads
+        reader = IndexedReads(api, deployments={}, pods={}, services={}, clock=lambda: now[0], secrets=shared)
+        got = await reader.get(SECRETS_REF, namespace, name)
+        assert (got is not None) == ((namespace, name) == ("ml", "admin"))
+    assert len(api.calls) == gets
+
+
+async def test_a_failed_secret_read_is_not_kept():
+    api, now = SecretApi(), [0.0]
+    reader = IndexedReads(api, deployments={}, pods={}, services={}, clock=lambda: now[0])
+    api.failing = True
+    with pytest.raises(ApiError):
+        await reader.get(SECRETS_REF, "ml", "admin")
+    api.failing = False
+    assert await reader.get(SECRETS_REF, "ml", "admin") is not None and len(api.calls) == 2

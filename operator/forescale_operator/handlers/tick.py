@@ -102,8 +102,9 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     await report_ignored_annotation(deps.events, binding, memory)
     # Readiness, without the phase: the engine's where it runs (an incident outlives readiness), set below where not.
     observing.record(update, spec, seen)
-    # The admin token of both pools' pods, every tick: an adopted Deployment's template can change under us.
-    admin = await admin_readiness.check(deps.api, owner, spec, seen, deps.actuators.admin_secret,
+    # The admin token of both pools' pods, every tick: an adopted Deployment's template can change under us
+    # (its Secrets read at most once a minute per namespace: kube/indexed.py).
+    admin = await admin_readiness.check(reader, owner, spec, seen, deps.actuators.admin_secret,
                                         deps.actuators.admin_copy_from)
     admin_readiness.record(update, admin)
     await admin_readiness.report(deps.events, status, admin, owner)

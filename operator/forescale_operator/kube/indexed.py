@@ -14,6 +14,11 @@ What is served from an index, and what is not:
 - `list` of pods or Services by `forescale.io/deployment=<name>` (more
   equality terms filter the index's entries). An empty entry is an answer:
   the index holds every labelled object of its kind once kopf has listed it.
+- `get` of a Secret (the AdminReady check reads the admin token's every tick):
+  RBAC grants Secrets by name only, never list or watch, so there is no index;
+  each (namespace, name) is instead read at most once per `secret_ttl_s`
+  (60 s) and shared by the namespace's resources. A rotated token shows
+  within that time.
 - Nothing else: a selector with other operators (`!=`, `in`, `!`) or without
   the label, an all-namespaces list, any other kind.
 
@@ -23,10 +28,11 @@ change them.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+import time
+from typing import Any, Callable, Iterable, Mapping
 
 from .client import KubeApi
-from .refs import DEPLOYMENTS, PODS, SERVICES, Ref
+from .refs import DEPLOYMENTS, PODS, SECRETS, SERVICES, Ref
 
 #: the label every child and pod of an InferenceDeployment carries (children.LABEL_DEPLOYMENT; kube sits below children)
 OWNER_LABEL = "forescale.io/deployment"
@@ -75,9 +81,14 @@ class IndexedReads:
     False then, and the tick waits rather than read children and pods that seem to be missing.
     """
 
-    def __init__(self, api: KubeApi, *, deployments: Index | None, pods: Index | None, services: Index | None) -> None:
+    def __init__(self, api: KubeApi, *, deployments: Index | None, pods: Index | None, services: Index | None,
+                 secret_ttl_s: float = 60.0, clock: Callable[[], float] = time.monotonic,
+                 secrets: dict[tuple[str, str], tuple[float, dict[str, Any] | None]] | None = None) -> None:
         self.api = api
         self._indexes: dict[Ref, Index | None] = {DEPLOYMENTS: deployments, PODS: pods, SERVICES: services}
+        self._secret_ttl_s, self._clock = secret_ttl_s, clock
+        #: (namespace, name) -> (when read, the Secret or None): pass one dict to share it between readers
+        self._secrets = secrets if secrets is not None else {}
 
     @property
     def synced(self) -> bool:
@@ -89,11 +100,23 @@ class IndexedReads:
         return ", ".join(ref.plural for ref, index in self._indexes.items() if index is None)
 
     async def get(self, ref: Ref, namespace: str | None, name: str) -> dict[str, Any] | None:
+        if ref == SECRETS and namespace:
+            return await self._secret(namespace, name)
         index = self._indexes.get(ref) if ref == DEPLOYMENTS else None
         if index is not None and namespace:
             for found in index.get((namespace, name)) or ():
                 return found  # type: ignore[return-value]
         return await self.api.get(ref, namespace, name)
+
+    async def _secret(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The Secret as read within the last `secret_ttl_s`, else read now (an error is raised, not kept)."""
+        now = self._clock()
+        held = self._secrets.get((namespace, name))
+        if held is not None and now - held[0] < self._secret_ttl_s:
+            return held[1]
+        found = await self.api.get(SECRETS, namespace, name)
+        self._secrets[(namespace, name)] = (now, found)
+        return found
 
     async def list(self, ref: Ref, namespace: str | None, label_selector: str | None = None) -> list[dict[str, Any]]:
         index = self._indexes.get(ref) if ref in (PODS, SERVICES) else None
