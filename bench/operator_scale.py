@@ -40,6 +40,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -386,11 +387,13 @@ def run(args: argparse.Namespace) -> dict:
         log(f"warming up for {args.warmup:.0f} s")
         time.sleep(args.warmup)
         others = {"prometheus": prom.proc.pid, "exporter": procs[0].pid, "bench (API server)": os.getpid()}
+        requests0 = len(api.request_log)
         before, cpu0, q0, t0 = scrape(metrics_url), cpu_seconds(operator.pid), prometheus_queries(prom.url), time.monotonic()
         others0 = {k: cpu_seconds(pid) for k, pid in others.items()}
         log(f"measuring for {args.seconds:.0f} s")
         time.sleep(args.seconds)
         after, cpu1, q1, t1 = scrape(metrics_url), cpu_seconds(operator.pid), prometheus_queries(prom.url), time.monotonic()
+        made = api.request_log.records()[requests0:]
         window = t1 - t0
         result["measured_seconds"] = window
         result["cpu_share"] = (cpu1 - cpu0) / window
@@ -402,6 +405,11 @@ def run(args: argparse.Namespace) -> dict:
         result["ticks"] = ticks
         result["tick_errors"] = errors
         result["ticks_expected"] = args.resources * window / STEP
+        # Every request the API server answered in the window (the operator's own client and kopf's) per tick run.
+        result["api_requests"] = len(made)
+        result["api_requests_per_tick"] = len(made) / max(ticks, 1)
+        result["api_requests_by_kind"] = dict(Counter(
+            f"{r.verb} {r.resource}{'/' + r.subresource if r.subresource else ''}" for r in made).most_common())
         result["prometheus_queries"] = q1 - q0
         result["prometheus_queries_per_15s"] = (q1 - q0) / window * STEP
         decision = histogram(before, after, "forescale_operator_decision_duration_seconds")
@@ -463,6 +471,7 @@ def report(r: dict) -> None:
         ("tick lag p50 / p99", f"{seconds(r['tick_lag_p50_s'])} / {seconds(r['tick_lag_p99_s'])} s", ""),
         ("ticks starting <= 1 s late", f"{100 * r['tick_lag_share_le_1s']:.1f} %", ""),
         ("tick wall p50 / p99", f"{seconds(r['tick_duration_p50_s'])} / {seconds(r['tick_duration_p99_s'])} s", ""),
+        ("API requests per tick", f"{r['api_requests_per_tick']:.2f}", f"{r['api_requests_per_tick']:.2f} of 1"),
         ("Prometheus queries per 15 s", f"{r['prometheus_queries_per_15s']:.1f}", f"{r['prometheus_queries_per_15s'] / r['resources']:.3f} per resource"),
         ("operator CPU share", f"{r['cpu_share']:.2f} core", f"{r['cpu_share'] / GOAL_CPU:.2f} of 1 core"),
         ("operator peak RSS", f"{r['peak_rss_bytes'] / 2 ** 20:.0f} MiB", f"{r['peak_rss_bytes'] / GOAL_RSS:.2f} of 1 GiB"),

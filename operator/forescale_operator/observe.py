@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .actuators import Actuators
+from .actuators import deployments, services
 from .actuators.deployments import PoolReadiness
 from .children import Owner
+from .kube.client import KubeApi
 from .phase import Phase
 from .reasons import ConditionReason, ConditionType
 from .routers.base import Router
@@ -62,12 +63,20 @@ class Observation:
         return f"a {self.a.ready}/{self.a.desired} ready, b {self.b.ready}/{self.b.desired} ready"
 
 
-async def observe(actuators: Actuators, owner: Owner, router: Router, spec: InferenceSpec) -> Observation:
-    """Re-read both Deployments (the pools' own, or their targetRefs) and the route's split."""
-    a = await actuators.read_pool(owner, spec.a)
-    b = await actuators.read_pool(owner, spec.b)
-    weights = await actuators.get_weights(owner, router)
+async def observe(api: KubeApi, owner: Owner, router: Router, spec: InferenceSpec) -> Observation:
+    """Read both Deployments (the pools' own, or their targetRefs) through `api`, and the route's split.
+
+    The tick passes kopf's indexes (kube/indexed.py), so a steady state asks the API server nothing here;
+    reconcile passes the API itself."""
+    a = await deployments.read_pool(api, owner, spec.a)
+    b = await deployments.read_pool(api, owner, spec.b)
+    weights = await router.get_weights(owner)
     return Observation(a, b, weights)
+
+
+async def services_intact(api: KubeApi, owner: Owner, spec: InferenceSpec) -> bool:
+    """Whether this resource's Services exist and are its own, read through `api` (the tick: the index)."""
+    return await services.services_intact(api, owner, spec.a, spec.b)
 
 
 def record(update: StatusUpdate, spec: InferenceSpec, seen: Observation) -> None:

@@ -35,7 +35,9 @@ from .handlers.reconcile import reconcile
 from .handlers.release import release
 from .handlers.tick import TickContext, TickDeps, tick
 from .kube.errors import ApiError
+from .kube import indexed
 from .kube.http import Connection, HttpKubeApi
+from .kube.indexed import IndexedReads
 from .kube.refs import INFERENCE_DEPLOYMENTS
 from .leases import LeaseTiming, NamespaceLeases, start_leases
 from .peering import prepare_peering
@@ -50,13 +52,7 @@ DELETION_GRACE_SECONDS = 60.0
 logger = logging.getLogger("forescale.operator")
 
 
-def plain(value: Any) -> Any:
-    """A deep copy of kopf's body views as plain dicts and lists."""
-    if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
+plain = indexed.plain
 
 
 @contextmanager
@@ -68,13 +64,36 @@ def retrying() -> Iterator[None]:
         raise kopf.TemporaryError(f"{exc} (retrying in {delay:g}s)", delay=delay) from exc
 
 
-def _deps(memo: kopf.Memo, body: Mapping[str, Any]) -> TickDeps:
+def _deps(memo: kopf.Memo, body: Mapping[str, Any], reads: IndexedReads | None = None) -> TickDeps:
     api: HttpKubeApi = memo.api
     events = KubeEvents(api, Owner.from_body(body), instance=memo.config.pod_name)
     return TickDeps(api=api, actuators=Actuators(api, memo.config.admin_token_secret, memo.config.admin_token_copy_from),
                     events=events,
                     prometheus_url=memo.config.prometheus_url,
-                    loop=memo.loop)
+                    loop=memo.loop, reads=reads)
+
+
+# The tick's children and pods, from the watch streams instead of a GET and two LISTs per tick
+# (kube/indexed.py). kopf lists every indexed kind before it starts any other handler.
+@kopf.index("apps", "v1", "deployments", labels={indexed.OWNER_LABEL: kopf.PRESENT})
+def forescale_deployments(namespace: str | None, name: str | None, body: kopf.Body, **_: Any) -> dict:
+    return indexed.by_name(namespace, name, body)
+
+
+@kopf.index("", "v1", "pods", labels={indexed.OWNER_LABEL: kopf.PRESENT})
+def forescale_pods(namespace: str | None, labels: kopf.Labels, body: kopf.Body, **_: Any) -> dict:
+    return indexed.by_owner(namespace, labels, body)
+
+
+@kopf.index("", "v1", "services", labels={indexed.OWNER_LABEL: kopf.PRESENT})
+def forescale_services(namespace: str | None, labels: kopf.Labels, body: kopf.Body, **_: Any) -> dict:
+    return indexed.by_owner(namespace, labels, body)
+
+
+def _reads(memo: kopf.Memo, handed: Mapping[str, Any]) -> IndexedReads:
+    """The indexes kopf handed to a handler, over the operator's API (an index not handed over: not synced)."""
+    return IndexedReads(memo.api, deployments=handed.get("forescale_deployments"), pods=handed.get("forescale_pods"),
+                        services=handed.get("forescale_services"), secrets=memo.setdefault("secret_reads", {}))
 
 
 def make_forecast_loop(config: Config, api: HttpKubeApi) -> ForecastLoop:
@@ -220,7 +239,8 @@ async def _wait_for_lease(leases: NamespaceLeases, api: HttpKubeApi, owner: Owne
 
 
 @kopf.daemon(GROUP, VERSION, PLURAL, cancellation_timeout=5, initial_delay=1)
-async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: logging.Logger, **_: Any) -> None:
+async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: logging.Logger,
+               **handed: Any) -> None:
     """Tick every forecast.stepSeconds (re-read live from the spec) until the resource goes or the operator pauses.
 
     Only while this operator holds the Lease of the resource's namespace; otherwise it stands by, and on
@@ -231,7 +251,7 @@ async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, lo
     if leases is not None:
         leases.want(namespace)
     try:
-        await _run_loop(body, memo, stopped, logger, config, leases, namespace)
+        await _run_loop(body, memo, stopped, logger, config, leases, namespace, _reads(memo, handed))
     finally:
         deleted = bool(stopped.reason and stopped.reason & kopf.DaemonStoppingReason.RESOURCE_DELETED)
         if leases is not None and deleted:
@@ -246,7 +266,7 @@ async def loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, lo
 
 
 async def _run_loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStopped, logger: logging.Logger,
-                    config: Config, leases: NamespaceLeases | None, namespace: str) -> None:
+                    config: Config, leases: NamespaceLeases | None, namespace: str, reads: IndexedReads) -> None:
     acting = leases is None
     spread = False
     due = time.monotonic()
@@ -281,9 +301,9 @@ async def _run_loop(body: kopf.Body, memo: kopf.Memo, stopped: kopf.DaemonStoppe
             async with memo.loop.acting(Owner.from_body(raw)):
                 if stopped:  # deleted while waiting: the route was given back, no tick may act after that
                     break
-                summary = await tick(TickContext(raw), _deps(memo, raw))
+                summary = await tick(TickContext(raw), _deps(memo, raw, reads))
             telemetry.TICKS.labels("ok").inc()
-            logger.debug(summary)
+            (logger.info if summary.startswith("waiting") else logger.debug)(summary)
         except ApiError as exc:
             # The next tick is the retry: a tick is an observation, nothing is lost by skipping one.
             telemetry.TICKS.labels("error").inc()

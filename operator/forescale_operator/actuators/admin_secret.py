@@ -20,6 +20,7 @@ from typing import Any, Mapping
 
 from ..children import MANAGED_BY, Owner
 from ..kube.client import KubeApi
+from ..kube.create import create_or_get
 from ..kube.refs import SECRETS
 
 logger = logging.getLogger(__name__)
@@ -63,14 +64,17 @@ async def ensure_copy(api: KubeApi, owner: Owner, source: TokenSource) -> str:
         return "source missing"
     current = await api.get(SECRETS, owner.namespace, source.name)
     if current is None:
-        await api.create(SECRETS, owner.namespace, {
+        # Two resources of one namespace converging at start-up both find none: the one whose create meets 409
+        # takes the winner's copy below (adding itself as an owner) instead of failing for a retry.
+        current = await create_or_get(api, SECRETS, owner.namespace, {
             "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
             "metadata": {"name": source.name, "namespace": owner.namespace, "labels": dict(MANAGED_BY),
                          "annotations": {ANNOTATION_COPIED_FROM: f"{source.namespace}/{source.name}"},
                          "ownerReferences": [_owner_ref(owner)]},
             "data": {source.key: value}})
-        logger.info("admin-token Secret %s copied from %s into %s", source.name, source.namespace, owner.namespace)
-        return "created"
+        if current is None:
+            logger.info("admin-token Secret %s copied from %s into %s", source.name, source.namespace, owner.namespace)
+            return "created"
     if not _ours(current):
         return "user's own"
     meta = dict(current.get("metadata") or {})

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from .. import children
 from ..children import ChildConflict, Owner
 from ..kube.client import KubeApi
+from ..kube.create import create_or_get
 from ..kube.refs import DEPLOYMENTS
 from ..spec import PoolSpec
 
@@ -57,13 +58,16 @@ async def ensure_deployment(api: KubeApi, owner: Owner, pool: PoolSpec, replicas
     """
     name = owner.pool_name(pool.name)
     current = await api.get(DEPLOYMENTS, owner.namespace, name)
-    holder = children.foreign_controller(current, owner) if current is not None else None
-    if holder is not None:
-        raise ChildConflict("Deployment", name, holder)
     if current is None:
         count = clamp(pool.min_replicas if replicas is None else replicas, pool)
-        await api.create(DEPLOYMENTS, owner.namespace, children.deployment(owner, pool, count, admin_secret))
-        return DeploymentChange(name, True, False, None, count)
+        # Created by someone else since the GET (409): converge the one that won, as if the GET had found it.
+        current = await create_or_get(api, DEPLOYMENTS, owner.namespace,
+                                      children.deployment(owner, pool, count, admin_secret))
+        if current is None:
+            return DeploymentChange(name, True, False, None, count)
+    holder = children.foreign_controller(current, owner)
+    if holder is not None:
+        raise ChildConflict("Deployment", name, holder)
     before = int((current.get("spec") or {}).get("replicas", 1))
     count = clamp(before if replicas is None else replicas, pool)
     wanted = children.deployment(owner, pool, count, admin_secret)

@@ -53,14 +53,8 @@ class Actuators:
     async def scale(self, owner: Owner, pool: PoolSpec, replicas: int) -> int:
         return await deployments.scale(self.api, owner, pool, replicas)
 
-    async def read_pool(self, owner: Owner, pool: PoolSpec) -> deployments.PoolReadiness:
-        return await deployments.read_pool(self.api, owner, pool)
-
     async def ensure_services(self, owner: Owner, a: PoolSpec, b: PoolSpec) -> list[str]:
         return await services.ensure_services(self.api, owner, a, b)
-
-    async def services_intact(self, owner: Owner, a: PoolSpec, b: PoolSpec) -> bool:
-        return await services.services_intact(self.api, owner, a, b)
 
     async def ensure_route(self, owner: Owner, router: Router, traffic: TrafficSpec,
                            carry_over: Weights | None = None) -> routes.RouteChange:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from .. import children
 from ..children import ChildConflict, Owner
 from ..kube.client import KubeApi
+from ..kube.create import create_or_get
 from ..kube.refs import SERVICES
 from ..spec import PoolSpec
 
@@ -28,13 +29,16 @@ async def ensure_services(api: KubeApi, owner: Owner, a: PoolSpec, b: PoolSpec) 
     for wanted in _managed(owner, a, b):
         name = wanted["metadata"]["name"]
         current = await api.get(SERVICES, owner.namespace, name)
-        holder = children.foreign_controller(current, owner) if current is not None else None
+        if current is None:
+            # Created by someone else since the GET (409): converge the one that won, as if the GET had found it.
+            current = await create_or_get(api, SERVICES, owner.namespace, wanted)
+            if current is None:
+                created.append(name)
+                continue
+        holder = children.foreign_controller(current, owner)
         if holder is not None:
             raise ChildConflict("Service", name, holder)
-        if current is None:
-            await api.create(SERVICES, owner.namespace, wanted)
-            created.append(name)
-        elif children.needs_update(current, wanted):
+        if children.needs_update(current, wanted):
             # Start from the live object: spec.clusterIP is immutable and must be sent back unchanged.
             spec = {**(current.get("spec") or {}), "selector": wanted["spec"]["selector"], "ports": wanted["spec"]["ports"]}
             await api.replace(SERVICES, owner.namespace, name, children.adopt(current, wanted, spec))

@@ -192,7 +192,7 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
 
     update = StatusUpdate(status, meta.get("generation"))
     update.observed_generation(meta.get("generation", 1))
-    seen = await observing.observe(deps.actuators, owner, router, spec)
+    seen = await observing.observe(deps.api, owner, router, spec)
     observing.record(update, spec, seen)
     update.adopted(adopted)
     # Whether the playbook's admin calls can authenticate on both pools (an adopted template may lack the token).

@@ -6,6 +6,10 @@ canary; the steps' work is in `forecast_loop/` (binding, saved state, pods,
 forecasts, executor, reporter), `readings/`, the pure `engine/`, `actuators/`
 and `status.py`. A tick is an observation: the next one is the retry, and an
 API error ends it early without losing anything (registration.py).
+
+The children and pods are read from kopf's indexes (`deps.reads`,
+kube/indexed.py), so a steady-state tick asks the API server only to patch
+status, and only when it changed; reconcile, writes and events go to the API.
 """
 
 from __future__ import annotations
@@ -38,6 +42,9 @@ from .deps import HandlerDeps
 from .reconcile import reconcile
 
 logger = logging.getLogger(__name__)
+
+#: why a tick did nothing at start-up: kopf had not listed the watched kinds yet (kube/indexed.py)
+INDEXES_NOT_SYNCED = "IndexesNotSynced"
 
 
 @dataclass
@@ -80,18 +87,24 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     state = load_state(status, owner, memory, now=now, mono=loop.monotonic(),
                        cutback_interval_s=spec.traffic.cutback.interval_seconds)
 
-    # Read the children (an adopted pool: its targetRef): one deleted, never made or not ours goes back to reconcile.
-    seen = await observing.observe(deps.actuators, owner, binding.router, spec)
+    # Read the children (an adopted pool: its targetRef) from kopf's indexes, not the API server; until they
+    # are synced, wait: a child that only seems missing must not send the tick to reconcile or act on nothing.
+    if deps.reads is not None and not deps.reads.synced:
+        return f"waiting: {INDEXES_NOT_SYNCED}: {deps.reads.not_synced} not listed yet; nothing read or done"
+    reader = deps.reader
+    seen = await observing.observe(reader, owner, binding.router, spec)
+    # One deleted, never made or not ours goes back to reconcile, which reads and writes through the API itself.
     read_only = spec.preview and spec.adopts  # Preview with a targetRef creates nothing: no Service to check
-    if not seen.complete_for(spec) or not (read_only or await deps.actuators.services_intact(owner, spec.a, spec.b)):
+    if not seen.complete_for(spec) or not (read_only or await observing.services_intact(reader, owner, spec)):
         return await reconcile(body, deps)
     update = StatusUpdate(status, generation)
     # A capacity annotation the binding had to ignore is said once per bad value, as a Warning event.
     await report_ignored_annotation(deps.events, binding, memory)
     # Readiness, without the phase: the engine's where it runs (an incident outlives readiness), set below where not.
     observing.record(update, spec, seen)
-    # The admin token of both pools' pods, every tick: an adopted Deployment's template can change under us.
-    admin = await admin_readiness.check(deps.api, owner, spec, seen, deps.actuators.admin_secret,
+    # The admin token of both pools' pods, every tick: an adopted Deployment's template can change under us
+    # (its Secrets read at most once a minute per namespace: kube/indexed.py).
+    admin = await admin_readiness.check(reader, owner, spec, seen, deps.actuators.admin_secret,
                                         deps.actuators.admin_copy_from)
     admin_readiness.record(update, admin)
     await admin_readiness.report(deps.events, status, admin, owner)
@@ -108,7 +121,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
 
     # Observe: the pods (admin endpoints, start-up times; a bad admin port reported once), joined with the reading;
     # an adopted pool's pods are found by its Deployment's selector.
-    pods = await read_pods(deps.api, owner, {p.name: seen.pool(p.name).selector for p in (spec.a, spec.b) if p.adopted})
+    pods = await read_pods(reader, owner, {p.name: seen.pool(p.name).selector for p in (spec.a, spec.b) if p.adopted})
     executor = Executor(deps.api, deps.actuators, deps.events, binding, memory, pods, admin_timeout=loop.admin_timeout)
     await executor.report_pod_problems()
     observations = build_observations(
@@ -142,10 +155,10 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
         raise
 
     # Diagnose beside the relief, on the tick that started it (the playbook, or B taking an overload's excess);
-    # a task of its own, never awaited here.
+    # a task of its own, never awaited here; its pods and Deployment come from the indexes too.
     trigger = _diagnosis_trigger(decision)
     if loop.diagnoses is not None and not decision.preview and trigger is not None:
-        loop.diagnoses.start(api=deps.api, events=deps.events, telemetry=loop.telemetry, owner=owner,
+        loop.diagnoses.start(api=reader, events=deps.events, telemetry=loop.telemetry, owner=owner,
                              prometheus_url=binding.prometheus_url, status=status, now=now, trigger=trigger,
                              admin_secret=binding.admin_secret, health=(decision.models.get("a") or {}).get("health"))
 
