@@ -91,6 +91,24 @@ class Load:
     server_args: str = "--max-batch 1"
     #: the forescale.io/capacity-rps annotation: per-pod capacity an SRE measured (so the baseline is no overload)
     capacity_rps: float = 20.0
+    #: the emulated-GPU profile every pod serves (forescale_profiles.service_time)
+    profile: str = "demo-heavy"
+    #: None: an encoder, sent embeddings; a number: a decoder, sent completions of this many tokens. A decoder's
+    #: cache failure is its KV cache leaking (`kv_fragmentation`), an encoder's its result cache stopping
+    max_tokens: int | None = None
+    #: a decoder's cache failure leaves this many KV blocks free, at least and at most (seeded)
+    kv_blocks_left: tuple[int, int] = (2, 3)
+
+    @property
+    def decoder(self) -> bool:
+        return self.max_tokens is not None
+
+
+#: `--kv-cache`: OPT-13B on an emulated A100-80GB (3,914 KV blocks of 16 tokens), sent completions of 16 tokens.
+#: A pod runs a batch of 16-token completions in ~340 ms (batch 1) to ~400 ms (batch 32), so the SLO is 1.5 s;
+#: 30% repeated inputs, so the device carries most of the load (a KV leak then halts most requests, not a few).
+KV_LOAD = Load(profile="a100-opt-13b", max_tokens=16, server_args="", slo_ms=1500.0, capacity_rps=30.0,
+               repeat_fraction=0.3)
 
 
 @dataclass(frozen=True)
@@ -175,7 +193,7 @@ def campaign_resource(incident: Incident, timing: Timing, load: Load, namespace:
 
 def stack_settings(timing: Timing, load: Load, workdir: str | None, lanes: int) -> StackSettings:
     return StackSettings(startup_seconds=timing.startup_seconds, scrape_seconds=timing.scrape_seconds, workdir=workdir,
-                         max_pods=12 * lanes + 8, server_args=load.server_args,
+                         max_pods=12 * lanes + 8, server_args=load.server_args, profile=load.profile,
                          operator_env={"FORESCALE_DIAGNOSIS_NOW_SECONDS": str(timing.now_seconds),
                                        "FORESCALE_DIAGNOSIS_BEFORE_SECONDS": str(timing.before_seconds)})
 
@@ -230,8 +248,9 @@ class Lane:
             sampler = InputSampler(incident.seed, repeat_fraction=self.load.repeat_fraction, hot_set_size=self.load.hot_set_size)
             injector.sampler = sampler
             total = self.timing.baseline_seconds + self.timing.detect_seconds + self.timing.diagnose_seconds + 30
+            kind = {"path": "/v1/completions", "max_tokens": self.load.max_tokens} if self.load.decoder else {}
             gen = LoadGenerator(url, rate, duration_seconds=total, seed=incident.seed, inputs=sampler,
-                                max_concurrency=256, timeout_seconds=10.0)
+                                max_concurrency=256, timeout_seconds=10.0, **kind)
             load_task = asyncio.create_task(gen.run())
             while gen.started_at is None:
                 await asyncio.sleep(0.05)
@@ -397,6 +416,9 @@ class Injector:
         self.done: set[str] = set()
         self.started = 0.0
         self.slowed_pod = ""
+        #: a decoder's cache failure: the KV blocks each pod is left with, and the blocks leaked per pod
+        self.kv_left = 0
+        self.leaked: dict[str, int] = {}
         #: the overload's rate factor (1 for the other causes), drawn in `rate`
         self.factor = 1.0
 
@@ -421,6 +443,12 @@ class Injector:
             await self.tick()
             self.slowed_pod = chosen
             return {**self.body, "pod": chosen}
+        elif cause == "cache-failure" and lane.load.decoder:
+            # KV blocks leaked and never given back (one token each: fragmentation), until a few are left
+            self.kv_left = rng.randint(*lane.load.kv_blocks_left)
+            self.body = {"kv_fragmentation": 1.0}
+            await self.tick()
+            return {"kv_fragmentation": True, "kv_blocks_left": self.kv_left, "leaked": dict(self.leaked)}
         elif cause == "cache-failure":
             self.body = {"cache_flush": True, "seconds": seconds}
         elif cause == "memory-pressure":
@@ -440,6 +468,20 @@ class Injector:
             return {"new_revision_slowdown": slowdown}
         await self.tick()
         return dict(self.body or {})
+
+    def _leak_kv(self, url: str) -> int:
+        """Leak a pod's KV blocks until `kv_left` are free (the fault takes a share of the pool more each call, as
+        far as free blocks last; blocks the running batch held come free after it): the blocks leaked."""
+        share, leaked = 0.0, 0  # 0 first: gives back nothing (nothing leaked yet) and says the pool's size
+        for _ in range(50):
+            faults = (self.lane.stack.admin(url, "/admin/faults", {"kv_fragmentation": share}) or {}).get("faults") or {}
+            leaked, total = int(faults.get("kv_leaked_blocks", 0)), int(faults.get("kv_blocks", 0))
+            more = total - self.kv_left - leaked
+            if total <= 0 or more <= 0:
+                break
+            share = more / total
+            time.sleep(0.05)
+        return leaked
 
     def _new_revision(self) -> None:
         """A new pod template for pool A (a new build's environment), as `kubectl apply` of a new version does."""
@@ -465,7 +507,10 @@ class Injector:
                 continue
             body = {**self.body, **({"seconds": round(left, 1)} if "seconds" in self.body else {})}
             try:
-                await lane._call(lane.stack.admin, url, "/admin/faults", body)
+                if "kv_fragmentation" in body:
+                    self.leaked[pod["metadata"]["name"]] = await lane._call(self._leak_kv, url)
+                else:
+                    await lane._call(lane.stack.admin, url, "/admin/faults", body)
                 self.done.add(pod["metadata"]["name"])
             except OSError as exc:
                 lane.log(f"{name}: could not inject into {pod['metadata']['name']}: {exc}")

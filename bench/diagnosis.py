@@ -9,7 +9,7 @@ InferenceDeployment of its own (bench/_diagnosis_campaign.py):
 | overload | the load's rate steps up 3-4x |
 | degraded-pods | every pool-A server 2.5-4x slower (`/admin/faults` slowdown), pods started later too |
 | bad-pod | one pool-A server 4-8x slower |
-| cache-failure | every pool-A server's result cache flushed and holding nothing (`cache_flush` with `seconds`) |
+| cache-failure | every pool-A server's result cache flushed and holding nothing (`cache_flush` with `seconds`); with `--kv-cache`, every pool-A server's KV cache leaked (`kv_fragmentation`) until 2-3 blocks are free |
 | memory-pressure | every pool-A server's device memory 97-100% held (`memory_pressure`): allocations refused, OOM warnings |
 | rollout | a new pod template for pool A (a new build); its pods 2.5-4x slower |
 | request-mix | every input 20-30x longer (the load generator's input scale) |
@@ -19,7 +19,10 @@ control runs, the latency from the relief's start (EmergencyStarted, or Overload
 RootCauseSuspected, the remedy (the bad pod deleted, the rollout named) and the incident snapshots; then
 every goal as met or missed with its figure. Exit 1 when a goal is missed.
 
-Usage: python -m bench.diagnosis [--per-cause 5] [--controls 5] [--lanes 2] [--seed 0] [--json FILE]
+`--kv-cache` runs the stack with a decoder (`a100-opt-13b`, completions of 16 tokens; bench/_diagnosis_campaign.py's
+KV_LOAD) instead of the encoder, so that a cache failure is a KV cache's.
+
+Usage: python -m bench.diagnosis [--per-cause 5] [--controls 5] [--lanes 2] [--seed 0] [--json FILE] [--kv-cache]
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from bench._diagnosis_campaign import CAUSES, CONTROL, Load, Outcome, Timing, plan, run_campaign
+from bench._diagnosis_campaign import CAUSES, CONTROL, KV_LOAD, Load, Outcome, Timing, plan, run_campaign
 
 #: the issue's goals
 ACCURACY_GOAL = 0.90
@@ -148,7 +151,8 @@ def report(outcomes: list[Outcome], figures: dict[str, Any], seconds: float, tim
         f"snapshots: {s['with_diagnosis']} of {s['emergencies']} EmergencyStarted incidents have the evidence and diagnosis, "
         f"{s['with_profile']} the slowest pod's profile",
         f"clock (compressed for two shared cores): loop {timing.step_seconds} s, scrape {timing.scrape_seconds:g} s, "
-        f"diagnosis windows {timing.now_seconds} s against the {timing.before_seconds} s before; load "
+        f"diagnosis windows {timing.now_seconds} s against the {timing.before_seconds} s before; pods {load.profile}"
+        f"{f' (completions of {load.max_tokens} tokens)' if load.decoder else ''}; load "
         f"{load.rate_per_pod:g} rps per pool-A pod x {load.a_pods}, {100 * load.repeat_fraction:.0f}% repeated inputs; "
         f"{seconds / 60:.0f} min in all",
         "",
@@ -168,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--causes", default=",".join(CAUSES), help="a subset of the causes, comma-separated")
     parser.add_argument("--json", help="also write every outcome and the figures here")
     parser.add_argument("--workdir", help="keep the stack's logs here")
+    parser.add_argument("--kv-cache", action="store_true",
+                        help="serve a decoder (a100-opt-13b, completions): a cache failure is the KV cache leaking")
     args = parser.parse_args(argv)
     causes = tuple(c for c in args.causes.split(",") if c)
     unknown = sorted(set(causes) - set(CAUSES))
@@ -178,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     if not prometheus_available():
         print("bench.diagnosis: Prometheus is not installed (make bench installs it)", file=sys.stderr)
         return 2
-    timing, load = Timing(), Load()
+    timing, load = Timing(), (KV_LOAD if args.kv_cache else Load())
     incidents = plan(args.per_cause, args.controls, args.seed, causes)
     started = time.monotonic()
     print(f"{len(incidents)} runs ({args.per_cause} per cause, {args.controls} control) on {args.lanes} lanes", flush=True)

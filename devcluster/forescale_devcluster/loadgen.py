@@ -117,7 +117,7 @@ class LoadGenerator:
                  max_requests: int | None = None, max_concurrency: int = 128, timeout_seconds: float = 10.0,
                  process: str = "poisson", seed: int = 0, inputs: InputSampler | None = None,
                  path: str = "/v1/embeddings", model: str = "minilm", csv_path: str | None = None,
-                 on_record: Callable[[RequestRecord], None] | None = None) -> None:
+                 on_record: Callable[[RequestRecord], None] | None = None, max_tokens: int | None = None) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"load generator URL must start with http:// or https://, got {url!r}")
         if not duration_seconds > 0:
@@ -128,6 +128,8 @@ class LoadGenerator:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         if not timeout_seconds > 0:
             raise ValueError(f"timeout_seconds must be > 0, got {timeout_seconds}")
+        if max_tokens is not None and max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         if process not in ("poisson", "uniform"):
             raise ValueError(f"arrival process must be poisson or uniform, got {process!r}")
         self.url = url.rstrip("/") + path
@@ -136,6 +138,8 @@ class LoadGenerator:
         self.timeout = aiohttp.ClientTimeout(total=timeout_seconds)
         self.inputs = inputs or InputSampler(seed)
         self.model, self.csv_path, self.on_record = model, csv_path, on_record
+        #: None: embeddings bodies (`input`); a number: completions bodies (`prompt`, `max_tokens`), for `/v1/completions`
+        self.max_tokens = max_tokens
         self.records: list[RequestRecord] = []
         #: wall-clock time (epoch seconds) of scheduled time 0, to line records up with Prometheus and events
         self.started_at: float | None = None
@@ -184,7 +188,9 @@ class LoadGenerator:
         return self.records
 
     async def _one(self, session: aiohttp.ClientSession, at: float, lag: float) -> None:
-        body = {"input": [self.inputs.next()], "model": self.model}
+        text = self.inputs.next()
+        body = ({"input": [text], "model": self.model} if self.max_tokens is None
+                else {"prompt": [text], "model": self.model, "max_tokens": self.max_tokens})
         started = time.monotonic()
         try:
             async with session.post(self.url, json=body) as resp:

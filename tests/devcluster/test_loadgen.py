@@ -24,11 +24,13 @@ class Server:
     def __init__(self, delay: float = 0.0, status: int = 200) -> None:
         self.delay, self.status = delay, status
         self.inputs: list[str] = []
+        self.bodies: list[dict] = []
         self.in_flight = self.peak = 0
 
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.json()
-        self.inputs += body["input"]
+        self.bodies.append(body)
+        self.inputs += body.get("input") or body["prompt"]
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
         try:
@@ -46,6 +48,7 @@ async def serve():
         state = Server(**kwargs)
         app = web.Application()
         app.router.add_post("/v1/embeddings", state.handle)
+        app.router.add_post("/v1/completions", state.handle)
         server = TestServer(app, host="127.0.0.1")
         await server.start_server()
         servers.append(server)
@@ -80,6 +83,15 @@ async def test_achieves_the_offered_rate(serve, tmp_path, process, rate):
     assert achieved == pytest.approx(len(scheduled) / 2, rel=0.01)
     rows = list(csv.DictReader(open(tmp_path / "log.csv")))
     assert len(rows) == len(records) and rows[0]["status"] == "200" and float(rows[0]["latency_s"]) > 0
+
+
+async def test_completions_bodies_when_max_tokens_is_set(serve):
+    state, url = await serve()
+    records = await LoadGenerator(url, lambda t: 50.0, duration_seconds=5.0, max_requests=3, path="/v1/completions",
+                                  max_tokens=16).run()
+    assert [r.status for r in records] == [200, 200, 200]
+    assert all(set(b) == {"prompt", "model", "max_tokens"} and b["max_tokens"] == 16 and len(b["prompt"]) == 1
+               for b in state.bodies)
 
 
 async def test_rate_changes_over_time(serve):
@@ -171,6 +183,7 @@ def test_summary_windows():
     ({"max_concurrency": 0}, "max_concurrency must be >= 1"),
     ({"timeout_seconds": -1}, "timeout_seconds must be > 0"),
     ({"process": "bursty"}, "poisson or uniform"),
+    ({"max_tokens": 0}, "max_tokens must be >= 1"),
 ])
 def test_bad_arguments_are_named(kwargs, message):
     args = {"url": "http://127.0.0.1:1", "rate": lambda t: 1.0, "duration_seconds": 1.0} | kwargs

@@ -128,7 +128,8 @@ async def test_a_cause_is_ranked_first_with_its_numbers():
 async def test_the_latency_models_health_is_read_from_status_now(health, ago, status, why):
     resource = {**RESOURCE, "status": {"pools": {"a": {"model": {"health": health}}}}} if health else RESOURCE
     kube = FakeKube(objects={("inferencedeployments", "chat"): resource, ("deployments", "chat-a"): DEPLOYMENT})
-    prom = FakeProm(_both(HEALTHY))
+    # batches twice the size: per-item compute cannot see a slowdown they amortise, the model's health can
+    prom = FakeProm(_both(HEALTHY) | {"batch_size_mean.now": 16.0})
     if ago:
         prom._keys = {text: key for key, text in queries("ml", "chat", "a", Windows(ago_seconds=ago)).items()}
     request = DiagnoseRequest(name="chat", namespace="ml", prometheus_url="http://prom:9090", json_out=True, ago_seconds=ago)

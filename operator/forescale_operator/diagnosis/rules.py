@@ -54,6 +54,12 @@ MODEL_HEALTH_MIN = 1.5
 #: degraded pods: "at the same batch" means the batch did not shrink below 0.75x. A smaller batch spreads the
 #: fixed per-batch cost over fewer items and raises per-item compute by itself (a larger batch lowers it).
 BATCH_SHRINK_MIN = 0.75
+#: degraded pods: per-item device time under 1.2x before's, at a batch within 0.75-1.25x before's, is a device no
+#: slower, whatever the latency model says: the model reads latency, which a queue (an overload, a starved host)
+#: raises too. 1.2: at a steady batch per-item compute varies well under 20% (COMPUTE_PER_ITEM_GROWTH_MIN's note);
+#: 1.25: a batch that grew more amortises the per-batch cost enough to hide a slowdown, the case the model's health is for.
+COMPUTE_FLAT_MAX = 1.2
+BATCH_SAME_MAX = 1.25
 #: bad pod: one pod's p99 at least 2x the median of the others. Pods of one Deployment run the same image
 #: on the same GPU type at an even split; 2x is also the playbook's default triggerRatio.
 POD_OUTLIER_RATIO = 2.0
@@ -338,7 +344,10 @@ def check_degraded_pods(ev: Evidence) -> Finding:
     up = None if per_item is None else _growth(per_item) >= COMPUTE_PER_ITEM_GROWTH_MIN
     same_batch = None if batch is None else (batch[1] == 0 or batch[0] >= BATCH_SHRINK_MIN * batch[1])
     by_compute = _all(up, same_batch)
-    by_model = None if health is None else health >= MODEL_HEALTH_MIN
+    # The device no slower per item at about the same batch: the model's "yes" is a queue's latency, not the pods'.
+    flat = (per_item is not None and batch is not None and batch[1] > 0 and _growth(per_item) < COMPUTE_FLAT_MAX
+            and BATCH_SHRINK_MIN * batch[1] <= batch[0] <= BATCH_SAME_MAX * batch[1])
+    by_model = None if health is None else health >= MODEL_HEALTH_MIN and not flat
     # Either shows it; and where per-item compute cannot tell (its evidence missing), the model's "no" decides.
     verdict = _either(by_compute, by_model)
     score = max(_past(_growth(per_item), COMPUTE_PER_ITEM_GROWTH_MIN) if by_compute else 0.0,
@@ -348,6 +357,8 @@ def check_degraded_pods(ev: Evidence) -> Finding:
              f"latency {fmt(health)}x the latency model's at this load" if health is not None else ""]
     if same_batch is False:
         parts.append("the batch shrank, so per-item compute is not comparable")
+    if flat and health is not None and health >= MODEL_HEALTH_MIN:
+        parts.append("the device is no slower per item at the same batch, so the latency is a queue's")
     return r.finding("degraded-pods", verdict, score, parts)
 
 
@@ -482,7 +493,8 @@ RULES: tuple[Rule, ...] = (
          explains=("cache-failure",), check=check_overload),
     Rule("degraded-pods", "Degraded pods", needs=("compute_per_item_ms", "batch_size_mean"), uses=("model_health",),
          thresholds={"COMPUTE_PER_ITEM_GROWTH_MIN": COMPUTE_PER_ITEM_GROWTH_MIN, "BATCH_SHRINK_MIN": BATCH_SHRINK_MIN,
-                     "MODEL_HEALTH_MIN": MODEL_HEALTH_MIN},
+                     "MODEL_HEALTH_MIN": MODEL_HEALTH_MIN, "COMPUTE_FLAT_MAX": COMPUTE_FLAT_MAX,
+                     "BATCH_SAME_MAX": BATCH_SAME_MAX},
          # slower items make the same load queue; more load never makes items slower (larger batches, cheaper items)
          explains=("overload",), check=check_degraded_pods),
     Rule("bad-pod", "One bad pod", needs=("pod_p99_ms",), uses=("pod_compute_per_item_ms",),

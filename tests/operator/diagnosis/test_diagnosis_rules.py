@@ -116,6 +116,19 @@ EDGE_CASES = [
     ("degraded-pods", replace(CONTROL, compute_per_item_ms=(6.0, 5.0), batch_size_mean=(16.0, 8.0), model_health=2.3),
      SUSPECTED, "latency 2.3x the latency model's at this load"),
     ("degraded-pods", replace(CONTROL, model_health=1.4), CLEAR, "latency 1.4x"),
+    # the campaign's overload (dx32 at ac8de48): the device no slower per item at the same batch; the model's 1.61x
+    # is the queue's latency, not slower pods
+    ("degraded-pods", replace(CONTROL, compute_per_item_ms=(85.5, 85.8), batch_size_mean=(1.0, 1.0), model_health=1.61),
+     CLEAR, "the device is no slower per item at the same batch, so the latency is a queue's"),
+    ("degraded-pods", replace(CONTROL, model_health=2.0), CLEAR, "latency 2x the latency model's at this load; the device"),
+    # at the edges of "flat" and "the same batch", the model decides again
+    ("degraded-pods", replace(CONTROL, compute_per_item_ms=(6.0, 5.0), model_health=2.0), SUSPECTED, "latency 2x"),
+    ("degraded-pods", replace(CONTROL, compute_per_item_ms=(5.0, 5.0), batch_size_mean=(10.1, 8.0), model_health=2.0),
+     SUSPECTED, "latency 2x"),
+    ("degraded-pods", replace(CONTROL, compute_per_item_ms=(5.0, 5.0), batch_size_mean=(1.0, 0.0), model_health=2.0),
+     SUSPECTED, "latency 2x"),
+    # a slower device at the same batch shows in per-item compute itself, whatever the model says
+    ("degraded-pods", replace(CONTROL, compute_per_item_ms=(12.5, 5.0), model_health=1.0), SUSPECTED, "compute per item 12.5 ms"),
     # per-item compute unknown: the model's "no" decides; its "yes" too
     ("degraded-pods", replace(CONTROL, compute_per_item_ms=None), CLEAR, "latency 1x"),
     ("degraded-pods", replace(CONTROL, compute_per_item_ms=None, model_health=None), UNKNOWN, "missing compute_per_item_ms"),

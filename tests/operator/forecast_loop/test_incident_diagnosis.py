@@ -291,7 +291,8 @@ def test_the_tick_diagnoses_when_a_relief_starts(reasons, trigger):
 
 @pytest.mark.parametrize("health, top", [(2.5, "degraded-pods"), (1.0, None), (None, None)])
 async def test_the_starting_ticks_model_health_is_evidence(health, top):
-    prom, api, events = ClosingProm(HEALTHY_ANSWERS), Api(), Events()
+    # batches twice the size: per-item compute cannot see a slowdown they amortise, the model's health can
+    prom, api, events = ClosingProm(HEALTHY_ANSWERS | {"batch_size_mean.now": 16.0}), Api(), Events()
     diagnoses = IncidentDiagnoses(lambda url, timeout_s, at: prom, timeout_s=0.5)
     assert diagnoses.start(api=api, events=events, telemetry=OperatorMetrics(), owner=OWNER, prometheus_url="http://p:9090",
                            status={}, now=1_000.0, health=health)
