@@ -155,12 +155,18 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         logger.info("Peering %r with priority %d.", config.peering, config.peering_priority)
     # Across scopes (and installs), one Lease per namespace decides which operator acts there (leases.py).
     timing = LeaseTiming(config.lease_seconds, config.lease_renew_seconds) if config.lease_seconds else None
+    # The Leases get a client of their own (own connections, own in-flight slots), as
+    # kube-controller-manager gives leader election its own: a renewal queued behind the work
+    # it coordinates misses its deadline. At 1,000 resources, renewals waiting behind the
+    # reconcile's requests lost every namespace's Lease again and again (docs/operator-scale.md).
+    memo.lease_api = HttpKubeApi(Connection.from_environment(user_agent=f"forescale-operator/{memo.identity}"),
+                                 max_in_flight=4)
     try:
-        memo.leases = await start_leases(memo.api, memo.identity, timing)
+        memo.leases = await start_leases(memo.lease_api, memo.identity, timing)
     except ApiError as exc:
         # Acting uncoordinated is the defect the Lease exists for: stand by, and say why, until discovery answers.
         logger.warning("Cannot check for the Lease API (%s); standing by until it answers.", exc)
-        memo.leases = NamespaceLeases(memo.api, memo.identity, timing or LeaseTiming())
+        memo.leases = NamespaceLeases(memo.lease_api, memo.identity, timing or LeaseTiming())
     memo.lease_task = asyncio.create_task(memo.leases.run()) if memo.leases is not None else None
 
 
@@ -170,9 +176,10 @@ async def close(memo: kopf.Memo, **_: Any) -> None:
     if leases is not None:
         # Release every Lease: the other operator takes over within one renewal period, not a whole duration.
         await leases.close(memo.get("lease_task"))
-    api = memo.get("api")
-    if api is not None:
-        await api.close()
+    for name in ("lease_api", "api"):
+        api = memo.get(name)
+        if api is not None:
+            await api.close()
 
 
 def holds_lease(memo: kopf.Memo, namespace: str | None, **_: Any) -> bool:
