@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import datetime as dt
 import random
 import time
 import urllib.error
@@ -35,6 +34,7 @@ from forescale_devcluster.demo_scenario import DemoSettings, demo_resource
 from forescale_devcluster.demo_stack import DemoStack, StackSettings, wait_until
 from forescale_devcluster.loadgen import InputSampler, LoadGenerator
 from forescale_operator.admin_client import pod_endpoint, pod_is_ready
+from forescale_operator.kube.timestamps import epoch_seconds
 
 CAUSES = ("overload", "degraded-pods", "bad-pod", "cache-failure", "memory-pressure", "rollout", "request-mix")
 CONTROL = "control"
@@ -198,15 +198,6 @@ def stack_settings(timing: Timing, load: Load, workdir: str | None, lanes: int) 
                                        "FORESCALE_DIAGNOSIS_BEFORE_SECONDS": str(timing.before_seconds)})
 
 
-def _epoch(text: str | None) -> float | None:
-    if not text:
-        return None
-    try:
-        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
 class Lane:
     """Runs incidents one after another on the shared stack; `log` gets one line per step."""
 
@@ -301,13 +292,13 @@ class Lane:
             await injector.tick()
             events = await self._call(self._events, name)
             trigger = next((e for e in events if e.get("reason") in RELIEF
-                            and (_epoch(e.get("firstTimestamp")) or 0) >= int(inject_at)), None)
+                            and (epoch_seconds(e.get("firstTimestamp")) or 0) >= int(inject_at)), None)
             if trigger is None:
                 await asyncio.sleep(0.5)
         if trigger is None:
             outcome.problem = f"no EmergencyStarted or Overload within {self.timing.detect_seconds:.0f} s of the injection"
             return
-        trigger_at = _epoch(trigger.get("firstTimestamp")) or time.time()
+        trigger_at = epoch_seconds(trigger.get("firstTimestamp")) or time.time()
         seen_trigger = time.time()
         outcome.trigger = trigger["reason"]
         outcome.detect_s = round(trigger_at - inject_at, 1)
@@ -317,7 +308,7 @@ class Lane:
         while time.time() < deadline:
             await injector.tick()
             diagnosis = (await self._call(self._status, name)).get("diagnosis")
-            if diagnosis and (_epoch(diagnosis.get("at")) or 0) >= trigger_at - 2 * self.timing.step_seconds:
+            if diagnosis and (epoch_seconds(diagnosis.get("at")) or 0) >= trigger_at - 2 * self.timing.step_seconds:
                 break
             diagnosis = None
             await asyncio.sleep(0.5)
@@ -334,7 +325,7 @@ class Lane:
         posted = [e for e in events if e.get("reason") == "RootCauseSuspected"]
         outcome.root_cause_events = len(posted)
         if posted:
-            outcome.latency_s = round((_epoch(posted[-1].get("firstTimestamp")) or seen_diagnosis) - trigger_at, 1)
+            outcome.latency_s = round((epoch_seconds(posted[-1].get("firstTimestamp")) or seen_diagnosis) - trigger_at, 1)
             outcome.observed_latency_s = round(seen_diagnosis - seen_trigger, 1)
         self.log(f"{name}: top {outcome.top} (true {outcome.incident.cause}), {outcome.latency_s} s: {outcome.message[:160]}")
         await self._after_diagnosis(outcome, name)

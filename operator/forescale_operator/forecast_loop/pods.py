@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..admin_client import admin_port_problem, pod_endpoint, pod_is_ready
 from ..children import Owner
 from ..kube.refs import PODS
-
-
-def _time(text: str | None) -> float | None:
-    if not text:
-        return None
-    try:
-        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+from ..kube.timestamps import epoch_seconds
 
 
 def startup_seconds(pod: Mapping[str, Any]) -> float | None:
     """Scheduled (created) -> Ready, from the pod's own timestamps; None while not ready."""
-    created = _time((pod.get("metadata") or {}).get("creationTimestamp"))
+    created = epoch_seconds((pod.get("metadata") or {}).get("creationTimestamp"))
     ready = next((c for c in (pod.get("status") or {}).get("conditions") or []
                   if c.get("type") == "Ready" and c.get("status") == "True"), None)
-    became = _time(ready.get("lastTransitionTime")) if ready else None
+    became = epoch_seconds(ready.get("lastTransitionTime")) if ready else None
     if created is None or became is None or became < created:
         return None
     return became - created
@@ -67,7 +58,7 @@ def split_pools(pods: list[Mapping[str, Any]]) -> dict[str, PoolPods]:
                                                             (pod.get("status") or {}).get("containerStatuses") or [])
                 measured = startup_seconds(pod)
                 if measured is not None:
-                    startups.append((_time(pod["metadata"].get("creationTimestamp")) or 0.0, measured))
+                    startups.append((epoch_seconds(pod["metadata"].get("creationTimestamp")) or 0.0, measured))
         out[pool] = PoolPods(endpoints, max(startups)[1] if startups else None, restarts, problems)
     return out
 

@@ -21,13 +21,13 @@ the reason in `KubeFacts.missing_why`.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import math
 from typing import Any, Mapping
 
 from forescale_operator.diagnosis import KubeFacts
 from forescale_operator.kube.client import KubeApi
 from forescale_operator.kube.refs import DEPLOYMENTS, PODS, REPLICA_SETS
+from forescale_operator.kube.timestamps import epoch_seconds
 
 REVISION = "deployment.kubernetes.io/revision"
 _POD_FACTS = ("oom_killed_containers", "restarted_containers")
@@ -67,7 +67,7 @@ def container_facts(pods: list[Mapping[str, Any]], *, since: float, until: float
         status = pod.get("status") or {}
         for container in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
             terminated = ((container or {}).get("lastState") or {}).get("terminated") or {}
-            finished = _epoch(terminated.get("finishedAt"))
+            finished = epoch_seconds(terminated.get("finishedAt"))
             if finished is None or not since <= finished <= until:
                 continue
             restarted += 1
@@ -86,19 +86,10 @@ def rollout_facts(deployment: Mapping[str, Any], replica_sets: list[Mapping[str,
     for rs in replica_sets:
         meta = rs.get("metadata") or {}
         if (meta.get("annotations") or {}).get(REVISION) == str(revision):
-            created = _epoch(meta.get("creationTimestamp"))
+            created = epoch_seconds(meta.get("creationTimestamp"))
             if created is not None:
                 return True, max(0.0, now - created), None
     return True, None, f"no ReplicaSet of revision {revision} with a creation time"
-
-
-def _epoch(text: Any) -> float | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _short(exc: Exception) -> str:
