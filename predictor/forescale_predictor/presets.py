@@ -45,7 +45,7 @@ import re
 from dataclasses import dataclass, replace
 from string import Template
 
-QUERY_KINDS = ("latency", "rate", "error_rate", "queue_depth", "agreement", "ttft")
+QUERY_KINDS = ("latency", "rate", "error_rate", "queue_depth", "agreement", "ttft", "service_ms", "service_size")
 _DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
 _POOLS = ("a", "b")
 #: what a Deployment appends to `<deployment>-<pool>` in its pods' names: the
@@ -76,6 +76,9 @@ class MetricPreset:
     queue_depth: str | None = None
     agreement: str | None = None
     ttft: str | None = None
+    #: the pods' clock: mean device ms per unit of work (a batch, a prefill) and the unit's mean size
+    service_ms: str | None = None
+    service_size: str | None = None
     #: how `$selector` is built: "labels" (deployment/pool labels) or "pod" (pod name prefix)
     selector: str = "labels"
 
@@ -156,6 +159,11 @@ FORESCALE = MetricPreset(
     error_rate='(sum(rate(forescale_requests_total{$selector,code=~"5..|429"}[$window])) or vector(0)) / sum(rate(forescale_requests_total{$selector}[$window]))',
     queue_depth="sum(forescale_queue_depth{$selector})",
     agreement="min by (pool, precision) (forescale_quality_agreement{$selector})",
+    # the device's time per batch and items per batch: the pods' clock
+    service_ms=("1000 * sum(rate(forescale_device_busy_seconds_total{$selector}[$window]))"
+                " / sum(rate(forescale_batch_size_count{$selector}[$window]))"),
+    service_size=("sum(rate(forescale_batch_size_sum{$selector}[$window]))"
+                  " / sum(rate(forescale_batch_size_count{$selector}[$window]))"),
     yields_quantiles=True,
 )
 
@@ -170,6 +178,11 @@ VLLM = MetricPreset(
     error_rate=('(sum(rate({__name__="vllm:request_success_total",$selector,finished_reason="abort"}[$window])) or vector(0))'
                 ' / sum(rate({__name__="vllm:request_success_total",$selector}[$window]))'),
     queue_depth='sum({__name__="vllm:num_requests_waiting",$selector})',
+    # a prefill's time and its prompt tokens: the pods' clock
+    service_ms=('1000 * sum(rate({__name__="vllm:request_prefill_time_seconds_sum",$selector}[$window]))'
+                ' / sum(rate({__name__="vllm:request_prefill_time_seconds_count",$selector}[$window]))'),
+    service_size=('sum(rate({__name__="vllm:prompt_tokens_total",$selector}[$window]))'
+                  ' / sum(rate({__name__="vllm:request_prefill_time_seconds_count",$selector}[$window]))'),
     yields_quantiles=True,
     selector="pod",
 )

@@ -142,14 +142,15 @@ class PrometheusSource:
         return float(values[-1])
 
     def current(self, namespace: str, deployment: str, pool: str | None = None, *, quantile: float = 0.99, window: str = "1m") -> dict[str, float]:
-        """Current latency_ms, rate and, where the preset has them, error_rate, queue_depth, agreement.
+        """Current latency_ms, rate and, where the preset has them, error_rate, queue_depth, agreement,
+        service_ms and service_size.
 
         Latency and rate are required (MetricsUnavailable when missing); the
         others are left out when Prometheus has no sample for them.
         """
         labels = dict(namespace=namespace, deployment=deployment, pool=pool, quantile=quantile, window=window)
         out = {LATENCY_MS: self.instant(self.preset.query("latency", **labels)), RATE: self.instant(self.preset.query("rate", **labels))}
-        for kind in ("error_rate", QUEUE_DEPTH, "agreement"):
+        for kind in ("error_rate", QUEUE_DEPTH, "agreement", "service_ms", "service_size"):
             query = self.preset.query(kind, **labels)
             if query:
                 try:

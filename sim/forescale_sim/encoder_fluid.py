@@ -41,14 +41,18 @@ class TickResult:
     #: histogram_quantile over the step would
     tail_base_ms: float = 0.0
     tail_scale_ms: float = 0.0
+    #: the device's work: items per batch and ms per batch (what the pods' clock reads)
+    batch_items: float = 0.0
+    batch_ms: float = 0.0
 
 
-def _batch_ms(profile: EncoderProfile, precision: str, slowdown: float, rate: float) -> float:
+def _batch(profile: EncoderProfile, precision: str, slowdown: float, rate: float) -> tuple[float, float]:
+    """(items per batch, ms per batch) of a pod serving `rate` rps: the batch that keeps up."""
     f = profile.factor(precision) * slowdown
     base, per_item = profile.base_ms * f / 1000.0, profile.per_item_ms * f / 1000.0
     denom = 1.0 - rate * per_item
     batch = profile.max_batch if denom <= 0 else min(max(1.0, rate * base / denom), profile.max_batch)
-    return (profile.base_ms + profile.per_item_ms * batch) * f
+    return batch, (profile.base_ms + profile.per_item_ms * batch) * f
 
 
 def encoder_tick(arrivals: float, ready: int, backlog: float, profile: EncoderProfile, precision: str,
@@ -67,7 +71,7 @@ def encoder_tick(arrivals: float, ready: int, backlog: float, profile: EncoderPr
     wait_ms = 1000.0 * left / capacity  # the backlog's wait for requests arriving next
     per_pod = min(served / dt, capacity) / ready
     rho = per_pod / profile.max_rps(precision, slowdown)
-    t_ms = _batch_ms(profile, precision, slowdown, per_pod)
+    batch, t_ms = _batch(profile, precision, slowdown, per_pod)
     base_ms, scale_ms = 1.5 * t_ms + wait_ms, 0.0
     if rho >= 0.999 or left > 0:
         # A saturated tick: requests wait for the backlog and a full batch.
@@ -86,4 +90,4 @@ def encoder_tick(arrivals: float, ready: int, backlog: float, profile: EncoderPr
             share = math.exp(-slack / scale_ms)
     over = served * min(1.0, share) + rejected
     latency = q_ms if served > 0 else (math.inf if rejected else 0.0)
-    return TickResult(served, over, rejected, latency, left, base_ms, scale_ms)
+    return TickResult(served, over, rejected, latency, left, base_ms, scale_ms, batch, t_ms)

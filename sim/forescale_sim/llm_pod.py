@@ -35,7 +35,8 @@ DEFAULT_TIMEOUT_S = 15.0
 class LlmPod:
     """State of one pod's GPU. Times are seconds on the replay clock."""
 
-    __slots__ = ("profile", "timeout_s", "prefill_free", "decode_end", "running", "last_admit", "inflight")
+    __slots__ = ("profile", "timeout_s", "prefill_free", "decode_end", "running", "last_admit", "inflight",
+                 "last_prefill_ms", "last_prompt_tokens")
 
     def __init__(self, profile: DecoderProfile, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         self.profile = profile
@@ -46,6 +47,9 @@ class LlmPod:
         self.last_admit = 0.0
         #: (finish time, request index) of every request this pod admitted, for crashes
         self.inflight: list[tuple[float, int]] = []
+        #: the last admitted request's prefill (the device's work the pods' clock reads)
+        self.last_prefill_ms = 0.0
+        self.last_prompt_tokens = 0.0
 
     def outstanding(self, now: float) -> int:
         """Sequences admitted and not finished at `now` (least-request routing reads this)."""
@@ -77,6 +81,7 @@ class LlmPod:
             heapq.heappop(self.running)
         self.last_admit = admit
         self.prefill_free = first_token
+        self.last_prefill_ms, self.last_prompt_tokens = prefill * 1000.0, prompt
         if self.decode_end > start:
             self.decode_end += prefill  # the GPU was prefilling, not decoding
         batch = min(busy + 1, profile.max_batch)

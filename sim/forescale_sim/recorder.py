@@ -29,6 +29,10 @@ class Recorder:
         self.tail_base = np.zeros((2, ticks))  # fluid pools: each tick's latency distribution
         self.tail_scale = np.zeros((2, ticks))
         self.backlog = np.zeros((2, ticks))
+        # the device's work per tick (the pods' clock): ms spent, units (batches or prefills), their total size
+        self.device_ms = np.zeros((2, ticks))
+        self.units = np.zeros((2, ticks))
+        self.unit_size = np.zeros((2, ticks))
         self.req_arrival = np.full(n_requests, np.nan)
         self.req_pool = np.full(n_requests, -1, dtype=np.int8)
         self.req_latency = np.full(n_requests, np.nan)  # seconds; inf = rejected or failed
@@ -70,6 +74,14 @@ class Recorder:
         self.rejected[p, t] += rejected
         self.latency_ms[p, t] = latency_ms
         self.backlog[p, t] = backlog
+
+    def work(self, t: int, pool: str, device_ms: float, units: float, size: float) -> None:
+        """`units` of device work (batches of an encoder, prefills of a decoder) of total `size`
+        (items, prompt tokens) took `device_ms` in tick `t`."""
+        p = POOL_INDEX[pool]
+        self.device_ms[p, t] += device_ms
+        self.units[p, t] += units
+        self.unit_size[p, t] += size
 
     # --- reading (policies) ------------------------------------------------
     def rate(self, pool: str | None, now: float, seconds: float) -> float:
@@ -129,6 +141,15 @@ class Recorder:
         rows = [POOL_INDEX[pool]] if pool is not None else [0, 1]
         n = self.arrivals[rows, lo:hi].sum()
         return float(self.over[rows, lo:hi].sum() / n) if n > 0 else None
+
+    def service(self, pool: str, now: float, seconds: float) -> tuple[float | None, float | None]:
+        """(mean device ms per unit, mean unit size) over the last `seconds`; (None, None) without work."""
+        p = POOL_INDEX[pool]
+        lo, hi = max(0, int(now - seconds)), int(now)
+        units = float(self.units[p, lo:hi].sum())
+        if units <= 0:
+            return None, None
+        return float(self.device_ms[p, lo:hi].sum()) / units, float(self.unit_size[p, lo:hi].sum()) / units
 
     def queue_depth(self, pool: str, now: float) -> float:
         """Requests arrived and still waiting for their first token (or the fluid backlog)."""

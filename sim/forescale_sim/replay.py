@@ -151,7 +151,10 @@ def _route_requests(trace: RequestTrace, lo: int, hi: int, now: float, pools: di
             rec.request(i, name, at, None)
             continue
         server = min(servers, key=lambda s: s.outstanding(at)) if len(servers) > 1 else servers[0]
-        rec.request(i, name, at, server.serve(i, at, trace.input_tokens[i], trace.output_tokens[i], prec[name], slow[name]))
+        latency = server.serve(i, at, trace.input_tokens[i], trace.output_tokens[i], prec[name], slow[name])
+        rec.request(i, name, at, latency)
+        if latency is not None:
+            rec.work(int(at), name, server.last_prefill_ms, 1.0, server.last_prompt_tokens)
 
 
 def _route_fluid(trace: RateTrace, t: int, now: float, pools: dict[str, Pool], w_b: float, slow: dict[str, float],
@@ -165,6 +168,9 @@ def _route_fluid(trace: RateTrace, t: int, now: float, pools: dict[str, Pool], w
                            slow[name], cfg.slo_ms, cfg.quantile, timeout_s=cfg.timeout_s)
         pool.backlog = res.backlog
         rec.tick(t, name, n, res.over_slo, res.rejected, res.latency_ms, res.backlog, res.tail_base_ms, res.tail_scale_ms)
+        if res.served > 0 and res.batch_items > 0:
+            batches = res.served / res.batch_items
+            rec.work(t, name, batches * res.batch_ms, batches, res.served)
 
 
 def run_policy(trace: RequestTrace | RateTrace, policy: Policy, cfg: ClusterConfig,

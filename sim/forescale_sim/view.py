@@ -32,6 +32,9 @@ class ClusterView:
     def over_slo_fraction(self, pool: str | None, seconds: float) -> float | None:
         return self.recorder.over_slo_fraction(pool, self.now, seconds)
 
+    def service(self, pool: str, seconds: float) -> tuple[float | None, float | None]:
+        return self.recorder.service(pool, self.now, seconds)
+
     def queue_depth(self, pool: str) -> float:
         return self.recorder.queue_depth(pool, self.now)
 

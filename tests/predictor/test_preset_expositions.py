@@ -73,7 +73,11 @@ def _expected(preset: str, pool: str | None) -> dict[str, float]:
     if preset == "vllm":
         ok = _total(preset, "vllm:request_success_total", scale, finished_reason="!abort")
         aborted = _total(preset, "vllm:request_success_total", scale, finished_reason="abort")
-        return {"rate": ok, "error_rate": aborted / (ok + aborted), "queue_depth": 3.0 * scale}
+        prefills = _total(preset, "vllm:request_prefill_time_seconds_count", scale)
+        return {"rate": ok, "error_rate": aborted / (ok + aborted), "queue_depth": 3.0 * scale,
+                # the pods' clock: ms per prefill (70 ms) and prompt tokens per prefill (512)
+                "service_ms": 1000 * _total(preset, "vllm:request_prefill_time_seconds_sum", scale) / prefills,
+                "service_size": _total(preset, "vllm:prompt_tokens_total", scale) / prefills}
     if preset == "triton":
         ok = _total(preset, "nv_inference_request_success", scale)
         failed = _total(preset, "nv_inference_request_failure", scale)

@@ -74,3 +74,21 @@ def test_encoder_tick_without_ready_pods_rejects_everything() -> None:
     res = encoder_tick(50.0, 0, 10.0, T4_BERT_BASE, "fp16", 1.0, 200.0, 0.99)
     assert (res.rejected, res.over_slo, res.backlog) == (60.0, 60.0, 0.0)
     assert math.isinf(res.latency_ms)
+
+
+@pytest.mark.parametrize("rate, precision, slowdown", [
+    (20.0, "fp16", 1.0), (200.0, "fp16", 1.0), (200.0, "int8", 1.0), (200.0, "fp16", 2.5), (5000.0, "fp16", 1.0)])
+def test_an_encoder_tick_reports_its_batches_on_the_profiles_line(rate, precision, slowdown) -> None:
+    """The pods' clock reads items per batch and ms per batch: on the profile's line, times the slowdown."""
+    res = encoder_tick(rate, 2, 0.0, T4_BERT_BASE, precision, slowdown, 200.0, 0.99)
+    assert 1.0 <= res.batch_items <= T4_BERT_BASE.max_batch
+    expected = (T4_BERT_BASE.base_ms + T4_BERT_BASE.per_item_ms * res.batch_items) * T4_BERT_BASE.factor(precision)
+    assert res.batch_ms == pytest.approx(expected * slowdown)
+
+
+@pytest.mark.parametrize("slowdown", [1.0, 2.5])
+def test_an_llm_pod_reports_its_last_prefill(slowdown) -> None:
+    pod = LlmPod(A100_OPT13B)
+    pod.serve(0, 0.0, 50_000, 10, "fp16", slowdown)  # truncated to the context window
+    assert pod.last_prompt_tokens == A100_OPT13B.max_context_tokens
+    assert pod.last_prefill_ms == pytest.approx(A100_OPT13B.prefill_ms("fp16", A100_OPT13B.max_context_tokens, slowdown))

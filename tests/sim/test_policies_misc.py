@@ -34,6 +34,7 @@ class StubView:
     def over_slo_fraction(self, p, s): return 0.0
     def precision(self, p): return self.pools[p][6]
     def startups(self, p): return self.pools[p][7]
+    def service(self, p, s): return (None, None)
 
 
 @pytest.mark.parametrize("peak,target,expected", [(10.0, 2.0, 5), (10.1, 2.0, 6), (0.5, 2.0, 1)])

@@ -71,3 +71,18 @@ def test_one_bad_second_shows_in_the_step_quantile():
     p99 = rec.latency_q("a", 15.0, 15.0)
     assert p99 == pytest.approx(400.0, rel=1e-6)
     assert p99 > 5 * float(rec.latency_ms[0, :15].mean())
+
+
+@pytest.mark.parametrize("work, now, seconds, want", [
+    ([], 20.0, 15.0, (None, None)),                                       # no work: nothing to read
+    ([(5, 100.0, 10.0, 80.0)], 20.0, 15.0, (10.0, 8.0)),                  # 10 batches of 8 items, 10 ms each
+    ([(5, 100.0, 10.0, 80.0), (6, 300.0, 10.0, 240.0)], 20.0, 15.0, (20.0, 16.0)),  # weighted by batches
+    ([(2, 100.0, 10.0, 80.0)], 20.0, 15.0, (None, None)),                 # older than the window
+    ([(25, 100.0, 10.0, 80.0)], 20.0, 15.0, (None, None)),                # not yet happened
+])
+def test_the_pods_clock_reads_device_time_per_unit_over_the_window(work, now, seconds, want) -> None:
+    rec = Recorder(ticks=100, n_requests=0, quantile=0.99, slo_ms=200, timeout_s=15)
+    for t, ms, units, size in work:
+        rec.work(t, "a", ms, units, size)
+    assert rec.service("a", now, seconds) == want
+    assert rec.service("b", now, seconds) == (None, None)

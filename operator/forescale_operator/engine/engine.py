@@ -11,6 +11,7 @@ The order of a tick:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from forescale_operator.phase import Phase
@@ -20,6 +21,7 @@ from forescale_predictor.forecast_types import Forecast
 
 from . import cutback, learning, playbook, preview, sizing, triggers
 from .latency_model import PoolModel
+from .pod_clock import PodClock
 from .report import conditions, phase_for, scale_events, summary
 from .state import EngineState, IncidentState, Learned
 from .types import Action, Decision, EngineParams, Event, Observations
@@ -63,13 +65,17 @@ def decide(
     precision = {"a": inc.runtime_precision_a or spec.a.precision, "b": spec.b.precision}
     models = learning.learn(spec, state.learned.models, obs, state.learned.last_ready, precision,
                             inc.stage is not None, any(x > 1.0 for x in state.learned.loads), params)
+    clocks = learning.learn_clocks(state.learned.clocks, obs, state.learned.last_ready, precision,
+                                   inc.stage is not None, params)
     contradiction_events, contradicted = learning.contradictions(models, state.learned.contradicted, target, params)
     tick.events += contradiction_events
 
     # 2. Diagnose: is A doing worse than its model predicts at the load it carries?
-    health = _health(obs, models["a"], precision["a"], target, state.learned.loads, params)
+    health = _health(obs, models["a"], clocks.get("a"), precision["a"], target, state.learned.loads, params)
     check = triggers.check(spec, obs, forecast, health, state.learned.queue, state.learned.ratios,
                            state.learned.burn, now, params)
+    if check.load_note:
+        tick.reasons.append(check.load_note)
     spike = check.has(triggers.FORECAST)
     if spike and not state.learned.forecast_spike:
         tick.events.append(Event(Reason.FORECAST_SPIKE, "Size for the " + next(
@@ -133,6 +139,7 @@ def decide(
     phase = phase_for(tick.incident.stage, obs, desired, saturated)
     learned = Learned(
         models=models,
+        clocks=clocks,
         history=learned_history,
         startup=startup,
         last_ready={"a": obs.a.ready_replicas, "b": obs.b.ready_replicas},
@@ -165,9 +172,10 @@ def decide(
     return preview.wrap(spec, decision, params)
 
 
-def _health(obs: Observations, model: PoolModel, precision: str, target: float, loads: tuple[float, ...],
-            params: EngineParams) -> triggers.Health:
-    """Pool A's observed latency and load against what its healthy model predicts."""
+def _health(obs: Observations, model: PoolModel, clock: PodClock | None, precision: str, target: float,
+            loads: tuple[float, ...], params: EngineParams) -> triggers.Health:
+    """Pool A's observed latency and load against what its healthy model predicts, and its
+    device time against its clock."""
     a = obs.a
     latency = a.latency_ms if a.latency_ms is not None else triggers.overall_latency(obs)
     per_pod = a.rate_rps / a.ready_replicas if a.ready_replicas and a.rate_rps is not None else None
@@ -182,7 +190,11 @@ def _health(obs: Observations, model: PoolModel, precision: str, target: float, 
     if latency is not None and latency <= target:
         load = min(load, 1.0)
     recent = (loads + (load,))[-params.breach_window_ticks:]
-    return triggers.Health(latency, per_pod, predicted, capacity, sigma=model.sigma, loads=recent)
+    clock_ratio = clock.ratio(a.service_size, a.service_ms, speed) if clock is not None else None
+    clock_line = math.exp(params.gate_sigmas * clock.sigma) if clock is not None else math.inf
+    return triggers.Health(latency, per_pod, predicted, capacity, sigma=model.sigma, loads=recent,
+                           clock_ratio=clock_ratio, clock_line=clock_line,
+                           clock_warming=clock is not None and not clock.ready)
 
 
 def _missed_health(obs: Observations, model: PoolModel, target: float) -> float:

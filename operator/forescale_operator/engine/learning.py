@@ -10,6 +10,9 @@
   Kalman gate accepts.
 - A learned sample served within the target raises the pool's proven rate:
   with the prior, the evidence that bounds the capacity (latency_model.py).
+- Each pool's clock (pod_clock.py) learns from the device time its pods report
+  at every tick whose fleet did not change, overloads included: a queue makes
+  requests wait, not the device slower.
 - Once a pool's fitted capacity departs from the prior by more than
   `contradiction_ratio` after `min_model_samples` samples, one event says the
   pods win over the annotation or load test (rule 1's "bad input").
@@ -24,6 +27,7 @@ from forescale_operator.reasons import Reason
 from forescale_operator.spec import InferenceSpec
 
 from .latency_model import PoolModel
+from .pod_clock import PodClock
 from .types import EngineParams, Event, Observations
 
 
@@ -57,6 +61,31 @@ def learn(
                 model, _ = model.learn(per_pod, o.latency_ms, speed, params.model, target)
             model = model.track_health(per_pod, o.latency_ms, speed, params.model)
         out[pool] = model
+    return out
+
+
+def learn_clocks(
+    clocks: Mapping[str, PodClock],
+    obs: Observations,
+    last_ready: Mapping[str, int],
+    precision: Mapping[str, str],
+    incident_on_a: bool,
+    params: EngineParams,
+) -> dict[str, PodClock]:
+    """The pods' clocks after this tick. A sample needs the device time and the unit's size and,
+    as a latency sample, a fleet that did not change since the last tick; pool A in an incident
+    learns nothing (its clock is what says the pods changed). A pool that never reported device
+    time has no clock."""
+    out = dict(clocks)
+    for pool in ("a", "b"):
+        o = obs.pool(pool)
+        if o.service_ms is None or o.service_size is None:
+            continue
+        clock = clocks.get(pool) or PodClock()
+        if not (incident_on_a and pool == "a") and o.ready_replicas > 0 and o.ready_replicas == last_ready.get(pool):
+            speed = params.speed(o.precision or precision[pool])
+            clock = clock.learn(o.service_size, o.service_ms, speed, params.model.gate_sigmas, params.model.drift)
+        out[pool] = clock
     return out
 
 

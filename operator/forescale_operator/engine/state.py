@@ -4,7 +4,7 @@ Two parts, kept apart because they change for different reasons:
 - `IncidentState`, the incident's state machine: its stage, what triggered it,
   the split, the cut-back step, A's runtime precision, an overload shift;
 - `Learned`, what the engine has learned of the service: each pool's latency
-  model, the stabilization history, start-up times, the trigger windows.
+  model and clock, the stabilization history, start-up times, the trigger windows.
 
 The operator stores `EngineState.to_status()` in the resource's status and
 passes `EngineState.from_status(...)` back in at the next tick, so an operator
@@ -22,6 +22,7 @@ from forescale_operator.phase import Phase
 
 from .codec import StateError, decode, encode
 from .latency_model import PoolModel
+from .pod_clock import PodClock
 
 __all__ = ["EngineState", "IncidentState", "Learned", "StateError"]
 
@@ -55,6 +56,8 @@ class Learned:
 
     #: the latency model per pool ("a", "b"); absent until the first tick
     models: Mapping[str, PoolModel] = field(default_factory=dict)
+    #: the pods' clock per pool (device time per unit of work); absent until a pool reports one
+    clocks: Mapping[str, PodClock] = field(default_factory=dict)
     #: recent raw replica recommendations per pool, ((time, replicas), ...), for stabilization
     history: Mapping[str, tuple[tuple[float, int], ...]] = field(default_factory=lambda: {"a": (), "b": ()})
     #: the last measured start-up per pool, seconds

@@ -84,6 +84,26 @@ class Health:
     sigma: float = 0.0
     #: per-pod load over capacity at the last few ticks, this one last
     loads: tuple[float, ...] = ()
+    #: the pods' clock this tick (pod_clock.py): observed over expected device time per unit of
+    #: work, and the line past which that is a change of the pods; None: not measured or not ready
+    clock_ratio: float | None = None
+    clock_line: float = math.inf
+    #: A's pods report device time, but their clock has not learned enough samples to be asked
+    clock_warming: bool = False
+
+    @property
+    def pods_changed(self) -> bool:
+        """Whether the pods may have changed: their clock says so, or there is no clock to ask.
+        A clock within its noise says they run at their usual speed, whatever latency shows; a
+        clock still warming up says nothing yet, and latency alone does not call the pods changed
+        meanwhile (a pool found at its knee when the operator starts is not an incident)."""
+        if self.clock_warming:
+            return False
+        return self.clock_ratio is None or self.clock_ratio > self.clock_line
+
+    def clock_text(self) -> str:
+        """`; device 2.50x its usual time per unit` or '' without a clock."""
+        return "" if self.clock_ratio is None else f"; device {self.clock_ratio:.2f}x its usual time per unit"
 
     @property
     def explained(self) -> bool:
@@ -110,6 +130,8 @@ class TriggerCheck:
     ratios: tuple[float, ...]
     burn: tuple[float, ...]
     health: Health
+    #: latency over the model that the pods' clock put down to load (a reason for status), or None
+    load_note: str | None = None
 
     def has(self, kind: str) -> bool:
         return any(t.kind == kind for t in self.fired)
@@ -173,6 +195,9 @@ def check(
     budget = 1.0 - spec.slo.quantile
     fired: list[Trigger] = []
     cope = not health.explained
+    # Latency worse than the model at a load it says the pods carry, while the device runs at its
+    # usual speed per unit of work, is the load's too (the knee, a burst inside the step).
+    changed = health.pods_changed
     load = (f"{health.per_pod_rps:.1f} rps per pod, within the model's {health.capacity_rps:.1f}"
             if health.per_pod_rps is not None else "no load measured")
 
@@ -180,7 +205,7 @@ def check(
     if obs.over_slo_fraction is not None and math.isfinite(obs.over_slo_fraction):
         # Budget burned in an overload (or while its queue drains) is the overload's, answered by
         # scaling: the windows count only what the pods burned while they should have coped.
-        burned = min(1.0, max(0.0, obs.over_slo_fraction)) if cope else 0.0
+        burned = min(1.0, max(0.0, obs.over_slo_fraction)) if cope and changed else 0.0
         burn = (burn_history + (burned,))[-params.burn_long_ticks:]
     short, long = _burn(burn, params.burn_short_ticks, budget), _burn(burn, params.burn_long_ticks, budget)
     burning = short >= params.burn_rate and long >= params.burn_rate and len(burn) >= params.burn_short_ticks
@@ -188,7 +213,7 @@ def check(
     # Beyond the trigger ratio, and beyond the service's own noise (the learning gate's sigmas):
     # a p99 of a few dozen heavy-tailed LLM requests doubles by chance; one of thousands does not.
     line = max(ratio, math.exp(params.gate_sigmas * health.sigma))
-    ratios = (ratio_history + (health.ratio if cope else 0.0,))[-max(params.breach_ticks, 2):]
+    ratios = (ratio_history + (health.ratio if cope and changed else 0.0,))[-max(params.breach_ticks, 2):]
     # Down by the trigger ratio since the last tick: the queue drained at this load. (The factor a
     # trigger needs to call the pods slow is the factor that calls them recovered.)
     draining = len(ratios) >= 2 and ratios[-1] * ratio < ratios[-2]
@@ -199,14 +224,14 @@ def check(
     if held and hurt:
         fired.append(Trigger(DEVIATION, (
             f"a {q} {health.latency_ms:.0f} ms > {line:.1f} x the model's {health.predicted_ms:.0f} ms at {load} "
-            f"({len(run)} ticks running)")))
+            f"({len(run)} ticks running){health.clock_text()}")))
     # Worse than the model by more than its typical noise (one sigma of its log residual): a p99 of
     # LLM requests (sigma ~0.5) is 10% over its prediction by chance at every other tick.
-    if params.burn_rate and burning and cope and not draining and health.ratio > math.exp(health.sigma):
+    if params.burn_rate and burning and cope and changed and not draining and health.ratio > math.exp(health.sigma):
         fired.append(Trigger(BURN, (
             f"{100 * burn[-1]:.1f}% of requests over SLO {target:.0f} ms: burn {short:.1f}x the budget over "
             f"{min(len(burn), params.burn_short_ticks)} ticks and {long:.1f}x over {len(burn)}; a {q} "
-            f"{health.latency_ms:.0f} ms vs the model's {health.predicted_ms:.0f} ms at {load}")))
+            f"{health.latency_ms:.0f} ms vs the model's {health.predicted_ms:.0f} ms at {load}{health.clock_text()}")))
 
     err = error_rate(obs)
     limit = spec.emergency.error_rate_percent / 100.0
@@ -227,8 +252,9 @@ def check(
     # at 96% of their capacity, on the Azure replay at 10x, started the playbook there.
     allowed = (obs.rate_rps or 0.0) * health.predicted_ms / 1000.0 if math.isfinite(health.predicted_ms) else math.inf
     if (len(queue) == n + 1 and all(b > a for a, b in zip(queue, queue[1:])) and queue[-1] >= params.queue_min_depth
-            and queue[-1] > allowed and cope and hurt and health.ratio > math.exp(health.sigma)):
-        fired.append(Trigger(QUEUE, f"queue grew {queue[0]:.0f} -> {queue[-1]:.0f} requests over {n} ticks at {load}"))
+            and queue[-1] > allowed and cope and changed and hurt and health.ratio > math.exp(health.sigma)):
+        fired.append(Trigger(QUEUE, f"queue grew {queue[0]:.0f} -> {queue[-1]:.0f} requests over {n} ticks at {load}"
+                                    f"{health.clock_text()}"))
 
     if forecast is not None:
         upper = np.asarray(forecast.upper(LATENCY_MS), dtype=float)
@@ -239,4 +265,10 @@ def check(
             fired.append(Trigger(FORECAST, (
                 f"forecast {q} upper band {upper[i]:.0f} ms > {float(ratio)} x SLO {target:.0f} ms in {max(lead, 0):.0f} s")))
 
-    return TriggerCheck(tuple(fired), queue, health.loads, ratios, burn, health)
+    note = None
+    if cope and not changed and hurt and health.ratio > line:
+        clock = ("its clock is still learning the pods' usual time per unit" if health.clock_warming else
+                 f"the device runs at {health.clock_ratio:.2f}x its usual time per unit (within {health.clock_line:.2f}x)")
+        note = (f"A's {q} {health.latency_ms:.0f} ms is {health.ratio:.1f}x the model's {health.predicted_ms:.0f} ms at "
+                f"{load}, but {clock}: load, answered by pods and B's reserve, not the playbook")
+    return TriggerCheck(tuple(fired), queue, health.loads, ratios, burn, health, note)

@@ -62,6 +62,10 @@ class PoolObservation:
     precision: str | None = None
     #: a recent measured start-up (scheduled -> ready), seconds
     startup_seconds: float | None = None
+    #: the pods' own clock (pod_clock.py): mean device ms per unit of work (an encoder's
+    #: batch, a decoder's prefill) and the unit's mean size (items, or prompt tokens)
+    service_ms: float | None = None
+    service_size: float | None = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,9 @@ class PoolSample:
     error_rate: float | None = None
     queue_depth: float | None = None
     agreement: float | None = None
+    #: the pods' clock: device ms per unit of work, and the unit's size
+    service_ms: float | None = None
+    service_size: float | None = None
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,17 @@ BASE_QUERIES: dict[str, tuple[str, bool]] = {
     ),
     "queue_depth_pool": (f"sum by ({_BY_POOL}) (forescale_queue_depth)", True),
     "agreement_pool": (f"min by ({_BY_POOL}) (forescale_quality_agreement)", True),
+    # the pods' clock: device ms per batch, and items per batch
+    "service_ms_pool": (
+        f"1000 * sum by ({_BY_POOL}) (rate(forescale_device_busy_seconds_total[$window]))"
+        f" / sum by ({_BY_POOL}) (rate(forescale_batch_size_count[$window]))",
+        True,
+    ),
+    "service_size_pool": (
+        f"sum by ({_BY_POOL}) (rate(forescale_batch_size_sum[$window]))"
+        f" / sum by ({_BY_POOL}) (rate(forescale_batch_size_count[$window]))",
+        True,
+    ),
 }
 
 #: the values every resource needs: an empty answer to one of these is "no series", never a skip

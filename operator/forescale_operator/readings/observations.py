@@ -34,6 +34,8 @@ def build_observations(sample: MetricSample, a: PoolState, b: PoolState) -> Obse
             agreement=s.agreement,
             precision=state.precision,
             startup_seconds=state.startup_seconds,
+            service_ms=s.service_ms,
+            service_size=s.service_size,
         )
 
     return Observations(

@@ -75,6 +75,8 @@ class PrometheusMetricSource:
                     error_rate=finite(values.get("error_rate")),
                     queue_depth=finite(values.get("queue_depth")),
                     agreement=finite(values.get("agreement")),
+                    service_ms=finite(values.get("service_ms")),
+                    service_size=finite(values.get("service_size")),
                 )
             overall = source.current(namespace, name, None, quantile=q, window=self.window)
             queries += 5

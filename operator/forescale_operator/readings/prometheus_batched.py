@@ -219,6 +219,8 @@ def _read(batch: Batch, quantile: float, namespace: str, name: str, now: float, 
             error_rate=gq.finite(batch.tables["error_rate_pool"].get(key)),
             queue_depth=gq.finite(batch.tables["queue_depth_pool"].get(key)),
             agreement=gq.finite(batch.tables["agreement_pool"].get(key)),
+            service_ms=gq.finite(batch.tables["service_ms_pool"].get(key)),
+            service_size=gq.finite(batch.tables["service_size_pool"].get(key)),
         )
     return MetricSample(
         time=now, available=True, pools=pools, queries=sent,

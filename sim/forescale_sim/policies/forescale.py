@@ -92,6 +92,7 @@ class ForescalePolicy:
     def _pool(self, view: View, pool: str, step: float) -> PoolObservation:
         startups = view.startups(pool)
         precision = view.precision(pool)
+        service_ms, service_size = view.service(pool, step)
         return PoolObservation(
             replicas=view.replicas(pool),
             ready_replicas=view.ready(pool),
@@ -102,6 +103,8 @@ class ForescalePolicy:
             agreement=AGREEMENT.get(precision),
             precision=precision,
             startup_seconds=startups[-1] if startups else None,
+            service_ms=service_ms,
+            service_size=service_size,
         )
 
     def observe(self, view: View) -> Observations:

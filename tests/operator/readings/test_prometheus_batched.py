@@ -17,6 +17,9 @@ from forescale_operator.spec import parse_spec
 TEMPLATE = {"spec": {"containers": [{"name": "server", "image": "forescale/server:dev"}]}}
 
 
+#: one round of queries: every grouped base kind and the two latency queries of one quantile
+ROUND = len(gq.BASE_QUERIES) + 2
+
 def _spec(quantile=0.99, step=15, **metrics):
     return parse_spec({
         "slo": {"targetLatencyMs": 200, "quantile": quantile},
@@ -42,6 +45,8 @@ WORLD = {
     "error_rate_pool": [_series(0.01, pool="a"), _series(0.0, pool="b"), _series("NaN", deployment="idle", pool="a")],
     "queue_depth_pool": [_series(4.0, pool="a")],
     "agreement_pool": [_series(0.99, pool="a"), _series(0.98, pool="b")],
+    "service_ms_pool": [_series(12.5, pool="a")],
+    "service_size_pool": [_series(8.0, pool="a")],
     "latency_pool": [_series(80.0, pool="a"), _series(40.0, pool="b"), _series("NaN", deployment="idle", pool="a"),
                      _series(30.0, deployment="new", pool="a")],
     "latency_total": [_series(75.0), _series("NaN", deployment="idle"), _series(30.0, deployment="new")],
@@ -80,7 +85,8 @@ def _source(client, clock=None, **kwargs):
 @pytest.mark.parametrize(
     "name, available, pool_a, pool_b, overall, error_part",
     [
-        ("chat", True, PoolSample(80.0, 20.0, 0.01, 4.0, 0.99), PoolSample(40.0, 5.0, 0.0, None, 0.98), (75.0, 25.0), None),
+        ("chat", True, PoolSample(80.0, 20.0, 0.01, 4.0, 0.99, 12.5, 8.0), PoolSample(40.0, 5.0, 0.0, None, 0.98),
+         (75.0, 25.0), None),
         # pods scraped, no requests in the window: rate 0, latency unknown; that is data, not an outage
         ("idle", True, PoolSample(rate_rps=0.0), PoolSample(), (None, 0.0), None),
         # pool b has never served: no series for it, pool a's values stand
@@ -103,13 +109,13 @@ def test_one_round_of_queries_serves_every_resource_within_the_age_limit():
     source = _source(client, clock)
     for name in ("chat", "idle", "new", "ghost") * 50:
         source.sample("ml", name, _spec(), clock.now)
-    assert len(client.queries) == len(gq.BASE_QUERIES) + 2  # five grouped kinds + two latency queries
+    assert len(client.queries) == ROUND
     clock.now += 7.4  # max age for a 15 s step: min(10 s, 15 s / 2)
     source.sample("ml", "chat", _spec(), clock.now)
-    assert len(client.queries) == 7
+    assert len(client.queries) == ROUND
     clock.now += 0.2
     again = source.sample("ml", "chat", _spec(), clock.now)
-    assert len(client.queries) == 14 and again.queries == 7
+    assert len(client.queries) == 2 * ROUND and again.queries == ROUND
 
 
 @pytest.mark.parametrize("step, after, refetched", [(15, 7.0, False), (15, 8.0, True), (60, 9.5, False), (60, 10.5, True),
@@ -120,7 +126,7 @@ def test_answers_expire_after_a_fraction_of_the_readers_step(step, after, refetc
     source.sample("ml", "chat", _spec(step=step), clock.now)
     clock.now += after
     source.sample("ml", "chat", _spec(step=step), clock.now)
-    assert (len(client.queries) > 7) is refetched
+    assert (len(client.queries) > ROUND) is refetched
 
 
 def test_a_clock_going_backwards_refetches():
@@ -129,7 +135,7 @@ def test_a_clock_going_backwards_refetches():
     source.sample("ml", "chat", _spec(), clock.now)
     clock.now -= 1.0
     source.sample("ml", "chat", _spec(), clock.now)
-    assert len(client.queries) == 14
+    assert len(client.queries) == 2 * ROUND
 
 
 def test_each_distinct_quantile_adds_its_two_latency_queries_once():
@@ -238,8 +244,8 @@ def test_concurrent_readers_share_one_fetch():
         t.start()
     for t in threads:
         t.join()
-    assert len(client.queries) == 7 and len(samples) == 30
-    assert sum(s.queries for s in samples) == 7
+    assert len(client.queries) == ROUND and len(samples) == 30
+    assert sum(s.queries for s in samples) == ROUND
 
 
 @pytest.mark.parametrize("batch, kind", [(True, BatchedPrometheusMetricSource), (False, PrometheusMetricSource)])
@@ -260,7 +266,7 @@ class BlockingClient(FakeClient):
         self.entered = threading.Event()
 
     def custom_query(self, query):
-        if len(self.queries) >= 7:
+        if len(self.queries) >= ROUND:
             self.entered.set()
             assert self.release.wait(5)
         return super().custom_query(query)
@@ -280,7 +286,7 @@ def test_while_one_reader_refreshes_the_others_read_the_previous_answers():
     refresher.join(5)
     clock.now += 10  # stale again, and nobody refreshing: this reader refreshes
     client.release.set()
-    assert source.sample("ml", "chat", _spec(), clock.now).queries == 7
+    assert source.sample("ml", "chat", _spec(), clock.now).queries == ROUND
 
 
 def test_answers_older_than_two_steps_make_readers_wait_for_a_fresh_round():
@@ -288,4 +294,4 @@ def test_answers_older_than_two_steps_make_readers_wait_for_a_fresh_round():
     source = _source(client, clock)
     source.sample("ml", "chat", _spec(step=3), clock.now)
     clock.now += 6.5  # more than two 3 s steps: nothing usable, this reader fetches before it reads
-    assert source.sample("ml", "chat", _spec(step=3), clock.now).queries == 7
+    assert source.sample("ml", "chat", _spec(step=3), clock.now).queries == ROUND

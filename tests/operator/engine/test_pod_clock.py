@@ -1,0 +1,150 @@
+"""The pods' clock: device time per unit of work, learned online, and what the triggers ask it."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pytest
+
+from forescale_operator.engine import EngineState
+from forescale_operator.engine.pod_clock import MIN_SAMPLES, PodClock
+from forescale_operator.reasons import Reason
+
+from conftest import PARAMS
+from test_engine_model import Scenario, healthy_ms, reasons
+
+GATE, DRIFT = PARAMS.model.gate_sigmas, PARAMS.model.drift
+
+
+def _learned(a: float, c: float, sizes, noise: float = 0.03, n: int = 200, seed: int = 0) -> PodClock:
+    rng = random.Random(seed)
+    clock = PodClock()
+    for _ in range(n):
+        size = rng.choice(sizes)
+        clock = clock.learn(size, (a + c * size) * rng.uniform(1 - noise, 1 + noise), 1.0, GATE, DRIFT)
+    return clock
+
+
+@pytest.mark.parametrize("a, c", [(5.0, 0.8), (40.0, 0.05), (1.0, 3.0)])
+def test_the_clock_recovers_a_line_of_known_parameters(a, c):
+    clock = _learned(a, c, sizes=(1, 2, 4, 8, 16, 32))
+    for size in (1, 8, 32):
+        assert clock.predict_ms(size) == pytest.approx(a + c * size, rel=0.03)
+    assert clock.sigma < 0.06
+
+
+@pytest.mark.parametrize("factor", [1.0, 1.3, 2.5, 6.0])
+def test_the_ratio_is_the_pods_slowdown_at_any_unit_size(factor):
+    clock = _learned(5.0, 0.8, sizes=(1, 4, 16, 32))
+    for size in (2, 12, 30):
+        assert clock.ratio(size, factor * (5.0 + 0.8 * size)) == pytest.approx(factor, rel=0.04)
+
+
+def test_the_clock_speaks_only_after_its_samples():
+    clock = PodClock()
+    for i in range(MIN_SAMPLES):
+        assert clock.ratio(8, 10.0) is None
+        clock = clock.learn(8, 10.0, 1.0, GATE, DRIFT)
+    assert clock.ratio(8, 10.0) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("size, ms", [(None, 10.0), (8, None), (0, 10.0), (8, 0.0), (-1, 10.0), (8, math.nan),
+                                      (math.inf, 10.0)])
+def test_a_sample_without_work_teaches_nothing_and_asks_nothing(size, ms):
+    clock = _learned(5.0, 0.8, sizes=(4, 16))
+    assert clock.learn(size, ms, 1.0, GATE, DRIFT) == clock
+    assert clock.ratio(size, ms) is None
+
+
+def test_one_slow_sample_is_gated_and_a_lasting_change_is_learned():
+    clock = _learned(5.0, 0.8, sizes=(4, 16))
+    slow = clock.learn(8, 2.5 * 11.4, 1.0, GATE, DRIFT)
+    assert slow.outliers == 1 and slow.x == clock.x
+    for _ in range(20):  # five minutes of 15 s steps: an incident's length, still a change of the pods
+        slow = slow.learn(8, 2.5 * 11.4, 1.0, GATE, DRIFT)
+    assert slow.ratio(8, 2.5 * 11.4) == pytest.approx(2.5, rel=0.05)
+    for _ in range(100):  # twenty-five more minutes: the new usual
+        slow = slow.learn(8, 2.5 * 11.4, 1.0, GATE, DRIFT)
+    assert slow.ratio(8, 2.5 * 11.4) == pytest.approx(1.0, abs=0.1)
+
+
+@pytest.mark.parametrize("speed", [0.5, 1.0, 1 / 0.6])
+def test_a_precision_is_its_speed_on_the_same_clock(speed):
+    clock = _learned(5.0, 0.8, sizes=(4, 16))
+    assert clock.ratio(8, 11.4 / speed, speed) == pytest.approx(1.0, rel=0.03)
+
+
+def test_a_pool_held_at_one_unit_size_keeps_a_bounded_covariance():
+    clock = PodClock()
+    for _ in range(20_000):
+        clock = clock.learn(12, 14.6, 1.0, GATE, DRIFT)
+    assert all(math.isfinite(v) for v in clock.p)
+    assert clock.ratio(12, 14.6) == pytest.approx(1.0, rel=0.01)
+
+
+# -- what the triggers ask it ---------------------------------------------------
+
+def _clocked(per_pod: float, factor: float = 1.0) -> dict:
+    """A's device time: a batch of `per_pod / 4` items at 5 ms + 0.8 ms per item, `factor` times slower."""
+    size = max(1.0, per_pod / 4)
+    return {"service_ms": factor * (5.0 + 0.8 * size), "service_size": size}
+
+
+def _warm(s: Scenario) -> None:
+    for i in range(PARAMS.min_model_samples + 1):
+        per_pod = 30.0 + (i % 3) * 5.0
+        s.at(healthy_ms(per_pod), rate=8 * per_pod, a_extra=_clocked(per_pod))
+
+
+@pytest.mark.parametrize("factor, starts", [
+    (1.0, False),  # latency 3x the model at healthy device speed: the knee, or a burst inside the step
+    (1.1, False),  # within the clock's noise
+    (2.5, True),   # the device 2.5x slower per unit: the pods changed
+])
+def test_latency_over_the_model_starts_the_playbook_only_when_the_clock_agrees(tick, factor, starts):
+    s = Scenario(tick)
+    _warm(s)
+    per_pod = 37.5
+    ds = [s.at(healthy_ms(per_pod) * 3.0, rate=8 * per_pod, over=0.05, a_extra=_clocked(per_pod, factor))
+          for _ in range(3)]
+    started = [d for d in ds if Reason.EMERGENCY_STARTED in reasons(d)]
+    assert bool(started) == starts
+    if starts:
+        assert "its usual time per unit" in started[0].events[0].message and "device 2.5" in started[0].events[0].message
+    else:
+        assert any("the device runs at" in r and "load, answered by pods" in r for r in ds[-1].reasons)
+
+
+def test_without_a_clock_latency_alone_decides_as_before(tick):
+    s = Scenario(tick)
+    s.warm()
+    ds = [s.at(healthy_ms(37.5) * 3.0, rate=300.0) for _ in range(3)]
+    assert any(Reason.EMERGENCY_STARTED in reasons(d) for d in ds)
+
+
+def test_errors_start_the_playbook_whatever_the_clock_says(tick):
+    s = Scenario(tick)
+    _warm(s)
+    extra = dict(_clocked(37.5), error_rate=0.2)
+    d = s.at(healthy_ms(37.5), rate=300.0, a_extra=extra)
+    assert Reason.EMERGENCY_STARTED in reasons(d)
+
+
+def test_the_clock_survives_a_restart_from_status(tick):
+    s = Scenario(tick)
+    _warm(s)
+    clock = s.state.learned.clocks["a"]
+    back = EngineState.from_status(json.loads(json.dumps(s.state.to_status())))
+    assert back.learned.clocks["a"] == clock and clock.ready
+
+
+def test_a_clock_still_learning_holds_the_latency_triggers_but_not_the_errors(tick):
+    s = Scenario(tick)
+    s.warm()  # the model has learned; the pods report device time only from now on
+    ds = [s.at(healthy_ms(37.5) * 3.0, rate=300.0, over=0.05, a_extra=_clocked(37.5)) for _ in range(MIN_SAMPLES)]
+    assert not any(Reason.EMERGENCY_STARTED in reasons(d) for d in ds)
+    assert any("its clock is still learning" in r for r in ds[0].reasons)
+    d = s.at(healthy_ms(37.5), rate=300.0, a_extra=dict(_clocked(37.5), error_rate=0.2))
+    assert Reason.EMERGENCY_STARTED in reasons(d)
