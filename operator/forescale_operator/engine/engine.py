@@ -65,15 +65,18 @@ def decide(
     precision = {"a": inc.runtime_precision_a or spec.a.precision, "b": spec.b.precision}
     models = learning.learn(spec, state.learned.models, obs, state.learned.last_ready, precision,
                             inc.stage is not None, any(x > 1.0 for x in state.learned.loads), params)
-    clocks = learning.learn_clocks(state.learned.clocks, obs, state.learned.last_ready, precision,
-                                   inc.stage is not None, params)
     contradiction_events, contradicted = learning.contradictions(models, state.learned.contradicted, target, params)
     tick.events += contradiction_events
 
-    # 2. Diagnose: is A doing worse than its model predicts at the load it carries?
-    health = _health(obs, models["a"], clocks.get("a"), precision["a"], target, state.learned.loads, params)
+    # 2. Diagnose: is A doing worse than its model predicts at the load it carries, and is its
+    # device slower than its clock? (The clock is asked before this tick's sample, then learns it.)
+    clock = state.learned.clocks.get("a")
+    health = _health(obs, models["a"], clock, precision["a"], target, state.learned.loads, params)
     check = triggers.check(spec, obs, forecast, health, state.learned.queue, state.learned.ratios,
                            state.learned.burn, now, params)
+    missed = health.latency_ms is not None and health.latency_ms > target and not health.explained
+    clock = learning.learn_clock(clock, obs, state.learned.last_ready, precision["a"], inc.stage is not None,
+                                 missed, params)
     if check.load_note:
         tick.reasons.append(check.load_note)
     spike = check.has(triggers.FORECAST)
@@ -139,7 +142,7 @@ def decide(
     phase = phase_for(tick.incident.stage, obs, desired, saturated)
     learned = Learned(
         models=models,
-        clocks=clocks,
+        clocks={"a": clock} if clock is not None else {},
         history=learned_history,
         startup=startup,
         last_ready={"a": obs.a.ready_replicas, "b": obs.b.ready_replicas},
@@ -193,8 +196,7 @@ def _health(obs: Observations, model: PoolModel, clock: PodClock | None, precisi
     clock_ratio = clock.ratio(a.service_size, a.service_ms, speed) if clock is not None else None
     clock_line = math.exp(params.gate_sigmas * clock.sigma) if clock is not None else math.inf
     return triggers.Health(latency, per_pod, predicted, capacity, sigma=model.sigma, loads=recent,
-                           clock_ratio=clock_ratio, clock_line=clock_line,
-                           clock_warming=clock is not None and not clock.ready)
+                           clock_ratio=clock_ratio, clock_line=clock_line)
 
 
 def _missed_health(obs: Observations, model: PoolModel, target: float) -> float:

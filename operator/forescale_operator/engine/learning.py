@@ -10,9 +10,9 @@
   Kalman gate accepts.
 - A learned sample served within the target raises the pool's proven rate:
   with the prior, the evidence that bounds the capacity (latency_model.py).
-- Each pool's clock (pod_clock.py) learns from the device time its pods report
-  at every tick whose fleet did not change, overloads included: a queue makes
-  requests wait, not the device slower.
+- Pool A's clock (pod_clock.py) learns from the device time its pods report
+  (`learn_clock`): not during an incident, nor while A misses its target at a
+  load its model says it carries.
 - Once a pool's fitted capacity departs from the prior by more than
   `contradiction_ratio` after `min_model_samples` samples, one event says the
   pods win over the annotation or load test (rule 1's "bad input").
@@ -64,29 +64,31 @@ def learn(
     return out
 
 
-def learn_clocks(
-    clocks: Mapping[str, PodClock],
+def learn_clock(
+    clock: PodClock | None,
     obs: Observations,
     last_ready: Mapping[str, int],
-    precision: Mapping[str, str],
+    precision: str,
     incident_on_a: bool,
+    symptom_unexplained: bool,
     params: EngineParams,
-) -> dict[str, PodClock]:
-    """The pods' clocks after this tick. A sample needs the device time and the unit's size and,
-    as a latency sample, a fleet that did not change since the last tick; pool A in an incident
-    learns nothing (its clock is what says the pods changed). A pool that never reported device
-    time has no clock."""
-    out = dict(clocks)
-    for pool in ("a", "b"):
-        o = obs.pool(pool)
-        if o.service_ms is None or o.service_size is None:
-            continue
-        clock = clocks.get(pool) or PodClock()
-        if not (incident_on_a and pool == "a") and o.ready_replicas > 0 and o.ready_replicas == last_ready.get(pool):
-            speed = params.speed(o.precision or precision[pool])
-            clock = clock.learn(o.service_size, o.service_ms, speed, params.model.gate_sigmas, params.model.drift)
-        out[pool] = clock
-    return out
+) -> PodClock | None:
+    """Pool A's clock after this tick (None while A's pods never reported device time).
+
+    A sample needs the device time and the unit's size and, as a latency sample, a fleet that
+    did not change since the last tick. It is not taken during an incident, nor while A misses
+    its target at a load the latency model says it carries (`symptom_unexplained`): the clock
+    must hold the pods' usual time, and a tick like that may be an incident not yet called (a
+    clock learned then, in the first minutes of an operator, took a slowdown for the usual). An
+    overload's ticks are taken: a queue makes requests wait, not the device slower."""
+    a = obs.a
+    if a.service_ms is None or a.service_size is None:
+        return clock
+    clock = clock or PodClock()
+    if incident_on_a or symptom_unexplained or not a.ready_replicas or a.ready_replicas != last_ready.get("a"):
+        return clock
+    speed = params.speed(a.precision or precision)
+    return clock.learn(a.service_size, a.service_ms, speed, params.model.gate_sigmas, params.model.drift)
 
 
 def contradictions(

@@ -56,7 +56,7 @@ class Learned:
 
     #: the latency model per pool ("a", "b"); absent until the first tick
     models: Mapping[str, PoolModel] = field(default_factory=dict)
-    #: the pods' clock per pool (device time per unit of work); absent until a pool reports one
+    #: pool A's clock under "a" (device time per unit of work); absent until A's pods report device time
     clocks: Mapping[str, PodClock] = field(default_factory=dict)
     #: recent raw replica recommendations per pool, ((time, replicas), ...), for stabilization
     history: Mapping[str, tuple[tuple[float, int], ...]] = field(default_factory=lambda: {"a": (), "b": ()})

@@ -88,17 +88,12 @@ class Health:
     #: work, and the line past which that is a change of the pods; None: not measured or not ready
     clock_ratio: float | None = None
     clock_line: float = math.inf
-    #: A's pods report device time, but their clock has not learned enough samples to be asked
-    clock_warming: bool = False
 
     @property
     def pods_changed(self) -> bool:
-        """Whether the pods may have changed: their clock says so, or there is no clock to ask.
-        A clock within its noise says they run at their usual speed, whatever latency shows; a
-        clock still warming up says nothing yet, and latency alone does not call the pods changed
-        meanwhile (a pool found at its knee when the operator starts is not an incident)."""
-        if self.clock_warming:
-            return False
+        """Whether the pods may have changed: their clock says so, or there is no clock to ask
+        (none reported, or one still learning: latency alone then decides, as without a clock).
+        A clock within its noise says they run at their usual speed, whatever latency shows."""
         return self.clock_ratio is None or self.clock_ratio > self.clock_line
 
     def clock_text(self) -> str:
@@ -267,8 +262,7 @@ def check(
 
     note = None
     if cope and not changed and hurt and health.ratio > line:
-        clock = ("its clock is still learning the pods' usual time per unit" if health.clock_warming else
-                 f"the device runs at {health.clock_ratio:.2f}x its usual time per unit (within {health.clock_line:.2f}x)")
         note = (f"A's {q} {health.latency_ms:.0f} ms is {health.ratio:.1f}x the model's {health.predicted_ms:.0f} ms at "
-                f"{load}, but {clock}: load, answered by pods and B's reserve, not the playbook")
+                f"{load}, but the device runs at {health.clock_ratio:.2f}x its usual time per unit (within "
+                f"{health.clock_line:.2f}x): load, answered by pods and B's reserve, not the playbook")
     return TriggerCheck(tuple(fired), queue, health.loads, ratios, burn, health, note)
