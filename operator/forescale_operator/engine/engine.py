@@ -194,7 +194,7 @@ def _health(obs: Observations, model: PoolModel, clock: PodClock | None, precisi
         load = min(load, 1.0)
     recent = (loads + (load,))[-params.breach_window_ticks:]
     clock_ratio = clock.ratio(a.service_size, a.service_ms, speed) if clock is not None else None
-    clock_line = math.exp(params.gate_sigmas * clock.sigma) if clock is not None else math.inf
+    clock_line = clock.line(params.gate_sigmas) if clock is not None else math.inf
     return triggers.Health(latency, per_pod, predicted, capacity, sigma=model.sigma, loads=recent,
                            clock_ratio=clock_ratio, clock_line=clock_line)
 

@@ -94,6 +94,10 @@ class PodClock:
         expected = self.predict_ms(size)
         return ms * speed / expected if expected > 0 else None
 
+    def line(self, gate_sigmas: float) -> float:
+        """The ratio past which the device is slower than its usual, beyond the clock's noise."""
+        return math.exp(gate_sigmas * self.sigma)
+
     def learn(self, size: float, ms: float, speed: float, gate_sigmas: float, drift: float) -> "PodClock":
         """Fold one sample in (`ms` measured at a precision of relative `speed`)."""
         if not _usable(size, ms):
