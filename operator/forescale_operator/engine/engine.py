@@ -170,9 +170,18 @@ def decide(
         conditions=conditions(spec, phase, obs, forecast, tick.incident.stage, reasons),
         summary=summary(phase, obs, desired, weights, dem, label, target, reasons, prec_a),
         reasons=reasons,
-        models={p: learning.summary(models[p], target, params.speed(precision[p]), params) for p in ("a", "b")},
+        models=_model_reports(models, clock, health, target, precision, params),
     )
     return preview.wrap(spec, decision, params)
+
+
+def _model_reports(models: dict[str, PoolModel], clock: PodClock | None, health: triggers.Health, target: float,
+                   precision: dict[str, str], params: EngineParams) -> dict[str, dict]:
+    """`Decision.models`: each pool's fitted latency model, and A's clock under `clock`."""
+    out: dict[str, dict] = {p: learning.summary(models[p], target, params.speed(precision[p]), params) for p in ("a", "b")}
+    if clock is not None:
+        out["a"]["clock"] = learning.clock_summary(clock, health.clock_ratio, health.clock_line)
+    return out
 
 
 def _health(obs: Observations, model: PoolModel, clock: PodClock | None, precision: str, target: float,

@@ -112,6 +112,20 @@ def contradictions(
     return events, reported
 
 
+def clock_summary(clock: PodClock, ratio: float | None, line: float) -> dict[str, float | int | None]:
+    """Pool A's clock for status (`status.pools.a.model.clock`), at the reference precision: the
+    line's two terms, this tick's ratio to it (None when not measured or still learning), the
+    ratio past which the pods changed, and its samples."""
+    return {
+        "msPerUnit": round(clock.x[0], 4),
+        "msPerItem": round(clock.x[1], 5),
+        "ratio": None if ratio is None else round(ratio, 3),
+        "line": round(line, 3),
+        "samples": clock.samples,
+        "outliers": clock.outliers,
+    }
+
+
 def summary(model: PoolModel, target_ms: float, speed: float, params: EngineParams) -> dict[str, float]:
     """The fitted parameters for status (`status.pools.*.model`)."""
     return {

@@ -336,7 +336,7 @@ class Decision:
     #: human reasons with numbers behind the current sizing (bounds, holds, waits)
     reasons: tuple[str, ...] = ()
     #: each pool's fitted latency model, for status and events: l0Ms, muRps, capacityRps, health, samples, ...
-    models: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    models: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     preview: bool = False
     would: "Decision | None" = None
 

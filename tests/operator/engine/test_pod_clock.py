@@ -162,3 +162,14 @@ def test_the_clock_learns_only_what_cannot_be_an_incident(tick, latency_ratio, r
     per_pod = rate / 8
     s.at(healthy_ms(min(per_pod, 37.5)) * latency_ratio if rate <= 300 else 900.0, rate=rate, a_extra=_clocked(per_pod))
     assert (s.state.learned.clocks["a"].samples > before) == learned
+
+
+def test_status_shows_the_clock_with_its_numbers(tick):
+    s = Scenario(tick)
+    _warm(s)
+    d = s.at(healthy_ms(37.5), rate=300.0, a_extra=_clocked(37.5, 2.0))
+    clock = d.models["a"]["clock"]
+    assert clock["ratio"] == pytest.approx(2.0, rel=0.05) and clock["line"] == pytest.approx(math.exp(3 * 0.05), rel=0.2)
+    assert clock["samples"] >= MIN_SAMPLES and clock["msPerUnit"] > 0 and clock["msPerItem"] > 0
+    assert "clock" not in d.models["b"]
+    assert "clock" not in Scenario(tick).at(healthy_ms(37.5)).models["a"]  # pods that report no device time
