@@ -29,9 +29,10 @@ def preset_for(spec: InferenceSpec) -> MetricPreset:
 
 
 class PrometheusMetricSource:
-    """Six to twelve instant queries per resource per tick: per pool latency,
-    rate, errors, queue and agreement where the preset has them, and the
-    latency over both pools."""
+    """Six to twenty-one instant queries per resource per tick: per pool and over
+    both pools, latency and rate, and errors, queue, agreement and the pods'
+    clock (device time per unit of work, unit size) where the preset has them.
+    (`queries` counts five per call, the forescale preset before the clock.)"""
 
     name = "prometheus"
 
