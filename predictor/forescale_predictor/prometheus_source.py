@@ -42,6 +42,10 @@ def _dt(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, tz=timezone.utc)
 
 
+#: what `current` reads besides latency and rate, where the preset has a query for it
+OPTIONAL_KINDS = ("error_rate", QUEUE_DEPTH, "agreement", "service_ms", "service_size")
+
+
 class PrometheusSource:
     """A metric source over one Prometheus server and one preset.
 
@@ -150,7 +154,7 @@ class PrometheusSource:
         """
         labels = dict(namespace=namespace, deployment=deployment, pool=pool, quantile=quantile, window=window)
         out = {LATENCY_MS: self.instant(self.preset.query("latency", **labels)), RATE: self.instant(self.preset.query("rate", **labels))}
-        for kind in ("error_rate", QUEUE_DEPTH, "agreement", "service_ms", "service_size"):
+        for kind in OPTIONAL_KINDS:
             query = self.preset.query(kind, **labels)
             if query:
                 try:

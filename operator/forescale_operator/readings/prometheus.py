@@ -12,7 +12,7 @@ from typing import Any, Callable
 from forescale_predictor.errors import MetricsUnavailable
 from forescale_predictor.forecast_types import LATENCY_MS, RATE
 from forescale_predictor.presets import MetricPreset, get_preset
-from forescale_predictor.prometheus_source import PrometheusSource
+from forescale_predictor.prometheus_source import OPTIONAL_KINDS, PrometheusSource
 
 from forescale_operator.spec import InferenceSpec
 
@@ -28,11 +28,15 @@ def preset_for(spec: InferenceSpec) -> MetricPreset:
     return get_preset(m.preset, latency_query=m.latency_query, rate_query=m.rate_query)
 
 
+def _queries_per_call(preset: MetricPreset) -> int:
+    """Instant queries one `current` call sends: latency, rate, and each optional kind the preset has."""
+    return 2 + sum(1 for kind in OPTIONAL_KINDS if getattr(preset, kind))
+
+
 class PrometheusMetricSource:
     """Six to twenty-one instant queries per resource per tick: per pool and over
     both pools, latency and rate, and errors, queue, agreement and the pods'
-    clock (device time per unit of work, unit size) where the preset has them.
-    (`queries` counts five per call, the forescale preset before the clock.)"""
+    clock (device time per unit of work, unit size) where the preset has them."""
 
     name = "prometheus"
 
@@ -53,6 +57,7 @@ class PrometheusMetricSource:
 
     def sample(self, namespace: str, name: str, spec: InferenceSpec, now: float) -> MetricSample:
         source = self._source(spec)
+        per_call = _queries_per_call(preset_for(spec))
         q = spec.slo.quantile
         pools: dict[str, PoolSample] = {}
         queries = 0
@@ -60,7 +65,7 @@ class PrometheusMetricSource:
             for pool in ("a", "b"):
                 try:
                     values = source.current(namespace, name, pool, quantile=q, window=self.window)
-                    queries += 5
+                    queries += per_call
                 except MetricsUnavailable as exc:
                     queries += 1
                     # A pool that has never served (b at 0 weight) has no series; that
@@ -80,7 +85,7 @@ class PrometheusMetricSource:
                     service_size=finite(values.get("service_size")),
                 )
             overall = source.current(namespace, name, None, quantile=q, window=self.window)
-            queries += 5
+            queries += per_call
         except MetricsUnavailable as exc:
             return MetricSample(time=now, available=False, pools=pools, error=str(exc), queries=queries)
         return MetricSample(
