@@ -31,6 +31,11 @@ model's capacity (the pods should cope):
   in-system count at this load (rate x predicted latency, Little's law), users
   are hurt (as for the deviation), and A does worse than the model by more
   than one sigma.
+The deviation, burn and queue triggers also ask the pods' clock (pod_clock.py):
+where it can tell, and says the device runs at its usual time per unit of work,
+the symptom is load, whatever latency shows (near the knee a batching server's
+p99 is several times any smooth curve's, and a burst inside a step queues as a
+slowdown does; neither makes the device slower). Errors do not ask it.
 The forecast's upper latency band crossing `triggerRatio x target` is
 reported (ForecastSpike) but starts nothing: what the forecaster sees coming
 is load, and load is answered by sizing.
@@ -190,9 +195,10 @@ def check(
     budget = 1.0 - spec.slo.quantile
     fired: list[Trigger] = []
     cope = not health.explained
-    # Latency worse than the model at a load it says the pods carry, while the device runs at its
-    # usual speed per unit of work, is the load's too (the knee, a burst inside the step).
-    changed = health.pods_changed
+    # The symptom is the pods' only if, besides, their device is not at its usual speed per unit of
+    # work where their clock can tell: latency worse than the model at a load it says the pods carry,
+    # with the device as fast as ever, is the load's too (the knee, a burst inside the step).
+    pods = cope and health.pods_changed
     load = (f"{health.per_pod_rps:.1f} rps per pod, within the model's {health.capacity_rps:.1f}"
             if health.per_pod_rps is not None else "no load measured")
 
@@ -200,7 +206,7 @@ def check(
     if obs.over_slo_fraction is not None and math.isfinite(obs.over_slo_fraction):
         # Budget burned in an overload (or while its queue drains) is the overload's, answered by
         # scaling: the windows count only what the pods burned while they should have coped.
-        burned = min(1.0, max(0.0, obs.over_slo_fraction)) if cope and changed else 0.0
+        burned = min(1.0, max(0.0, obs.over_slo_fraction)) if pods else 0.0
         burn = (burn_history + (burned,))[-params.burn_long_ticks:]
     short, long = _burn(burn, params.burn_short_ticks, budget), _burn(burn, params.burn_long_ticks, budget)
     burning = short >= params.burn_rate and long >= params.burn_rate and len(burn) >= params.burn_short_ticks
@@ -208,7 +214,7 @@ def check(
     # Beyond the trigger ratio, and beyond the service's own noise (the learning gate's sigmas):
     # a p99 of a few dozen heavy-tailed LLM requests doubles by chance; one of thousands does not.
     line = max(ratio, math.exp(params.gate_sigmas * health.sigma))
-    ratios = (ratio_history + (health.ratio if cope and changed else 0.0,))[-max(params.breach_ticks, 2):]
+    ratios = (ratio_history + (health.ratio if pods else 0.0,))[-max(params.breach_ticks, 2):]
     # Down by the trigger ratio since the last tick: the queue drained at this load. (The factor a
     # trigger needs to call the pods slow is the factor that calls them recovered.)
     draining = len(ratios) >= 2 and ratios[-1] * ratio < ratios[-2]
@@ -222,7 +228,7 @@ def check(
             f"({len(run)} ticks running){health.clock_text()}")))
     # Worse than the model by more than its typical noise (one sigma of its log residual): a p99 of
     # LLM requests (sigma ~0.5) is 10% over its prediction by chance at every other tick.
-    if params.burn_rate and burning and cope and changed and not draining and health.ratio > math.exp(health.sigma):
+    if params.burn_rate and burning and pods and not draining and health.ratio > math.exp(health.sigma):
         fired.append(Trigger(BURN, (
             f"{100 * burn[-1]:.1f}% of requests over SLO {target:.0f} ms: burn {short:.1f}x the budget over "
             f"{min(len(burn), params.burn_short_ticks)} ticks and {long:.1f}x over {len(burn)}; a {q} "
@@ -247,7 +253,7 @@ def check(
     # at 96% of their capacity, on the Azure replay at 10x, started the playbook there.
     allowed = (obs.rate_rps or 0.0) * health.predicted_ms / 1000.0 if math.isfinite(health.predicted_ms) else math.inf
     if (len(queue) == n + 1 and all(b > a for a, b in zip(queue, queue[1:])) and queue[-1] >= params.queue_min_depth
-            and queue[-1] > allowed and cope and changed and hurt and health.ratio > math.exp(health.sigma)):
+            and queue[-1] > allowed and pods and hurt and health.ratio > math.exp(health.sigma)):
         fired.append(Trigger(QUEUE, f"queue grew {queue[0]:.0f} -> {queue[-1]:.0f} requests over {n} ticks at {load}"
                                     f"{health.clock_text()}"))
 
@@ -261,7 +267,7 @@ def check(
                 f"forecast {q} upper band {upper[i]:.0f} ms > {float(ratio)} x SLO {target:.0f} ms in {max(lead, 0):.0f} s")))
 
     note = None
-    if cope and not changed and hurt and health.ratio > line:
+    if cope and not pods and hurt and health.ratio > line:
         note = (f"A's {q} {health.latency_ms:.0f} ms is {health.ratio:.1f}x the model's {health.predicted_ms:.0f} ms at "
                 f"{load}, but the device runs at {health.clock_ratio:.2f}x its usual time per unit (within "
                 f"{health.clock_line:.2f}x): load, answered by pods and B's reserve, not the playbook")
