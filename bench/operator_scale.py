@@ -26,7 +26,8 @@ Prometheus, the per-resource source and the batched one read M resources
 
 This machine's 2 cores are shared with other work (and, during the run, with
 Prometheus, the exporter and the emulated API server): absolute figures are
-noisy. Goals are printed as ratios (measured / goal; under 1 is met).
+noisy. Every goal is printed, whatever happened: met, MISSED with the reason read from the run's
+data, or NOT MEASURED with the stage that failed (exit status 1 only then).
 """
 
 from __future__ import annotations
