@@ -96,6 +96,10 @@ def _reads(memo: kopf.Memo, handed: Mapping[str, Any]) -> IndexedReads:
                         services=handed.get("forescale_services"), secrets=memo.setdefault("secret_reads", {}))
 
 
+#: how long a modelRef's ConfigMap, once read, serves every resource naming it (forecast_loop/forecaster.py)
+MODEL_CONFIG_MAP_TTL_S = 60.0
+
+
 def make_forecast_loop(config: Config, api: HttpKubeApi) -> ForecastLoop:
     """The loop behind every tick: Prometheus (the operator-wide URL unless a spec names one), the predictor,
     the admin token Secret, and the operator's metrics on the served registry."""
@@ -109,7 +113,7 @@ def make_forecast_loop(config: Config, api: HttpKubeApi) -> ForecastLoop:
 
     windows = Windows(now_seconds=config.diagnosis_now_seconds, before_seconds=config.diagnosis_before_seconds)
     return ForecastLoop(bindings=Bindings(prometheus_url=config.prometheus_url, admin_secret=config.admin_token_secret),
-                        forecasts=PredictorForecastSource(api), telemetry=telemetry.OperatorMetrics(REGISTRY),
+                        forecasts=PredictorForecastSource(api, config_map_ttl_s=MODEL_CONFIG_MAP_TTL_S), telemetry=telemetry.OperatorMetrics(REGISTRY),
                         diagnoses=IncidentDiagnoses(lambda url, timeout_s, at: HttpPromQuery(url, timeout_s=timeout_s, at=at),
                                                     windows=windows))
 

@@ -36,13 +36,14 @@ class StatusUpdate:
         self._generation = generation
         self._patch: dict[str, Any] = {}
         self._conditions = {c.get("type"): dict(c) for c in self._current.get("conditions") or [] if isinstance(c, Mapping)}
-        self._conditions_changed = False
+        #: the conditions as the object has them: a transition is measured against these, not against a value
+        #: set earlier in the same update (the tick sets Ready from readiness, then from the engine)
+        self._original = {t: dict(c) for t, c in self._conditions.items()}
         for ctype in ConditionType:
             if ctype.value not in self._conditions:
                 self._conditions[ctype.value] = {"type": ctype.value, "status": "Unknown",
                                                  "reason": ConditionReason.NOT_OBSERVED.value,
                                                  "message": "not observed yet", "lastTransitionTime": _now()}
-                self._conditions_changed = True
 
     def _set(self, key: str, value: Any) -> None:
         if self._current.get(key) != value:
@@ -60,15 +61,18 @@ class StatusUpdate:
     def condition(self, ctype: ConditionType, status: bool | None, reason: ConditionReason | str, message: str) -> None:
         """Set one condition; `reason` is a `ConditionReason`, or the engine's own word for it (engine/report.py)."""
         old = self._conditions.get(ctype.value, {})
+        was = self._original.get(ctype.value) or {}
         value = _tristate(status)
         reason = reason.value if isinstance(reason, ConditionReason) else str(reason)
-        new = {"type": ctype.value, "status": value, "reason": reason, "message": message,
-               "lastTransitionTime": old.get("lastTransitionTime") if old.get("status") == value else _now()}
+        if was.get("status") == value:
+            since = was.get("lastTransitionTime")  # no transition, whatever was set in between
+        else:
+            since = old.get("lastTransitionTime") if old.get("status") == value else _now()
+        new = {"type": ctype.value, "status": value, "reason": reason, "message": message, "lastTransitionTime": since}
         if self._generation is not None:
             new["observedGeneration"] = self._generation
         if {k: old.get(k) for k in new} != new:
             self._conditions[ctype.value] = new
-            self._conditions_changed = True
 
     def pool(self, pool: str, *, replicas: int | None = None, ready: int | None = None, desired: int | None = None,
              precision: str | None = None, runtime_precision: str | None = None, capacity_rps: float | None = None,
@@ -133,10 +137,10 @@ class StatusUpdate:
     @property
     def patch(self) -> dict[str, Any]:
         patch = copy.deepcopy(self._patch)
-        if self._conditions_changed:
-            order = [c.value for c in ConditionType]
-            patch["conditions"] = [self._conditions[t] for t in order] + [
-                c for t, c in self._conditions.items() if t not in order]
+        order = [c.value for c in ConditionType]
+        conditions = [self._conditions[t] for t in order] + [c for t, c in self._conditions.items() if t not in order]
+        if conditions != list(self._current.get("conditions") or []):  # a list is replaced whole: only when it changed
+            patch["conditions"] = copy.deepcopy(conditions)
         return patch
 
 

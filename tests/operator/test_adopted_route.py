@@ -157,3 +157,22 @@ def test_backends_default_to_the_services_forescale_creates():
     router = AdoptedRoute(None, RouteRef("HTTPRoute", "chat", backends={"a": "chat-fp16"}))
     assert router.services(OWNER) == ("chat-fp16", "chat-b")
     assert router.describe(OWNER) == "HTTPRoute chat" and router.name == "gatewayapi"
+
+
+async def test_a_tick_that_shifts_reads_the_adopted_route_once_and_still_refuses_a_concurrent_edit(cluster, api):
+    """The patch starts from the tick's own read and carries its resourceVersion: an edit since answers 409."""
+    cluster.put(httproute([{"backendRefs": [ref("chat-fp16", 1), ref("chat-int8", 0)]}]))
+    router = AdoptedRoute(api, HTTP)
+    start = len(cluster.request_log)
+    assert await router.get_weights(OWNER) == Weights(100, 0)
+    await router.set_weights(OWNER, Weights(70, 30))
+    assert [(r.verb, r.resource) for r in cluster.request_log.records()[start:]] == [("get", "httproutes"), ("patch", "httproutes")]
+    assert await router.get_weights(OWNER) == Weights(70, 30)
+    edited = cluster.get("httproutes", "default", "chat")
+    edited["spec"]["hostnames"] = ["other.example.com"]
+    edited["metadata"].pop("resourceVersion")
+    cluster.put(edited)  # after the tick read it, before it patches
+    with pytest.raises(ApiError) as raised:
+        await router.set_weights(OWNER, Weights(50, 50))
+    assert raised.value.status == 409
+    assert cluster.get("httproutes", "default", "chat")["spec"]["hostnames"] == ["other.example.com"]

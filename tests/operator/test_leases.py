@@ -206,3 +206,41 @@ def test_lease_settings(env, expected):
 def test_bad_lease_settings_name_the_variable(env, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
         load_config(env)
+
+
+async def test_a_round_renews_every_namespace_at_once_not_one_after_another(cluster):
+    """With an API that answers each write in 0.3 s, a round over two namespaces takes one answer's time.
+
+    One after another, a loaded API server made a round over 5 namespaces longer than the 20 s deadline,
+    and the operator lost Leases it was renewing (1,000 resources, docs/operator-scale.md)."""
+    client = HttpKubeApi(Connection(cluster.url, user_agent="forescale-operator/op-a"))
+    in_flight, most = [0], [0]
+
+    class Slow:
+        def __getattr__(self, name):
+            return getattr(client, name)
+
+        async def _slow(self, call, *args):
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+            await asyncio.sleep(0.3)
+            try:
+                return await call(*args)
+            finally:
+                in_flight[0] -= 1
+
+        async def create(self, *args):
+            return await self._slow(client.create, *args)
+
+        async def replace(self, *args):
+            return await self._slow(client.replace, *args)
+
+    try:
+        leases = NamespaceLeases(Slow(), "op-a", TIMING)
+        for namespace in ("default", "ml"):
+            leases.want(namespace)
+        await leases.step()
+        assert leases.holds("default") and leases.holds("ml")
+        assert most[0] == 2  # both writes were in flight together
+    finally:
+        await client.close()

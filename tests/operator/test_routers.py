@@ -59,3 +59,34 @@ async def test_nop_router_writes_nothing(cluster, api):
 def test_unknown_router_names_the_choices(api):
     with pytest.raises(ValueError, match="expected gatewayapi, istio or none"):
         make_router("linkerd", api)
+
+
+@pytest.mark.parametrize("kind, plural", [("gatewayapi", "httproutes"), ("istio", "virtualservices")])
+async def test_a_tick_that_shifts_reads_its_route_once(cluster, api, kind, plural):
+    """get_weights (the tick observing) then set_weights patches from that read: one GET and one PATCH, not two GETs."""
+    router = make_router(kind, api)
+    await router.ensure(OWNER, TRAFFIC, ALL_ON_A)
+    start = len(cluster.request_log)
+    assert await router.get_weights(OWNER) == ALL_ON_A
+    await router.set_weights(OWNER, Weights(70, 30))
+    made = [(r.verb, r.resource) for r in cluster.request_log.records()[start:]]
+    assert made == [("get", plural), ("patch", plural)]
+    # the read is used once: a second shift in the same tick reads again, and patches the live route
+    await router.set_weights(OWNER, Weights(60, 40))
+    assert [(r.verb, r.resource) for r in cluster.request_log.records()[start + 2:]] == [("get", plural), ("patch", plural)]
+    assert await router.get_weights(OWNER) == Weights(60, 40)
+
+
+def test_a_remembered_route_is_used_once_and_only_while_fresh():
+    from forescale_operator.routers.base import LastRead
+
+    now = [0.0]
+    last = LastRead(max_age_s=30.0, clock=lambda: now[0])
+    last.keep("default", "chat", {"v": 1})
+    assert last.take("default", "chat") == {"v": 1} and last.take("default", "chat") is None
+    last.keep("default", "chat", {"v": 2})
+    now[0] = 31.0
+    assert last.take("default", "chat") is None  # read by another tick: the patch reads again
+    last.keep("default", "chat", {"v": 3})
+    last.keep("default", "chat", None)  # the route was gone at the last read
+    assert last.take("default", "chat") is None

@@ -70,3 +70,21 @@ def test_an_update_undone_puts_back_exactly_what_it_changed(before):
     assert {key: back.get(key, written.get(key)) for key in ("phase", "engine", "cutback")} == {
         key: before.get(key) for key in ("phase", "engine", "cutback")}
     assert "conditions" not in back  # only what the update wrote goes back
+
+
+def test_a_condition_set_twice_in_one_update_ending_as_it_was_is_not_written():
+    """The tick sets Ready from readiness, then from the engine: True in between, False (Degraded) at the end.
+    Measured against the object, not the value in between, Ready did not transition: same time, no write."""
+    first = StatusUpdate(None)
+    first.condition(ConditionType.READY, False, "Degraded", "metrics unavailable: replicas and weights held")
+    status = {"conditions": first.patch["conditions"]}
+    status["conditions"][0]["lastTransitionTime"] = "2020-01-01T00:00:00Z"
+    tick = StatusUpdate(status)
+    tick.condition(ConditionType.READY, True, "PoolsReady", "a 2/2 ready, b 0/0 ready")
+    tick.condition(ConditionType.READY, False, "Degraded", "metrics unavailable: replicas and weights held")
+    assert tick.patch == {}
+    flips = StatusUpdate(status)
+    flips.condition(ConditionType.READY, False, "PoolsNotReady", "a 0/2 ready")
+    flips.condition(ConditionType.READY, True, "PoolsReady", "a 2/2 ready")
+    ready = next(c for c in flips.patch["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "True" and ready["lastTransitionTime"] != "2020-01-01T00:00:00Z"

@@ -13,6 +13,11 @@ Each resource gets its own `OnlineForecaster` (predictor): the LSTM or the
 calibrated online. `report(uid)` says which model file is in use, which model
 forecast and why, and the rolling coverage and MAE at the horizon.
 
+The operator reads each (namespace, ConfigMap) at most once per `config_map_ttl_s` (60 s there), shared by
+every resource naming it: the GET returns the whole model (tens of KB) and was made on every tick of every
+such resource. A changed ConfigMap is used within that time. Constructed directly, the source reads on
+every call (ttl 0), as it always did.
+
 A hostile or broken model costs at most one load per ConfigMap version: a
 failure is remembered by resourceVersion (a 31 KB ConfigMap claiming
 hidden=6000 was reloaded, 1 to 4 s each, on every tick), and a model whose
@@ -79,7 +84,8 @@ class PredictorForecastSource:
     """A `ForecastSource`: per resource, its model (modelRef or the packaged default) in an `OnlineForecaster`."""
 
     def __init__(self, api: Any = None, loader: Callable[..., Any] = load_forecaster,
-                 budget_s: float = DEFAULT_BUDGET_S) -> None:
+                 budget_s: float = DEFAULT_BUDGET_S, config_map_ttl_s: float = 0.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         #: the Kubernetes API client, for models kept in ConfigMaps (set once the operator has one)
         self.api = api
         self._load = loader
@@ -98,6 +104,9 @@ class PredictorForecastSource:
         self._failed: dict[tuple[str, str], tuple[str, str]] = {}
         #: uid -> the (namespace, ConfigMap, resourceVersion) of the custom model its last forecast used
         self._in_use: dict[str, tuple[str, str, str]] = {}
+        #: (namespace, ConfigMap) -> (when read, the ConfigMap or None), kept `config_map_ttl_s` and shared
+        self._config_maps: dict[tuple[str, str], tuple[float, dict[str, Any] | None]] = {}
+        self._config_map_ttl_s, self._clock = config_map_ttl_s, clock
 
     def _default_model(self) -> Any:
         if self._default is None:
@@ -113,7 +122,7 @@ class PredictorForecastSource:
             return await asyncio.to_thread(self._default_model)
         problem = None
         try:
-            cm = await api.get(CONFIG_MAPS, owner.namespace, ref.model_config_map)
+            cm = await self._config_map(api, owner.namespace, ref.model_config_map)
         except Exception as exc:  # noqa: BLE001 - any API failure falls back to the default model
             cm, problem = None, f"cannot read ConfigMap {ref.model_config_map}: {exc}"
         if cm is not None:
@@ -158,6 +167,17 @@ class PredictorForecastSource:
         self.problems[owner.uid] = full
         self.sources[owner.uid] = DEFAULT_SOURCE
         return await asyncio.to_thread(self._default_model)
+
+    async def _config_map(self, api: Any, namespace: str, name: str) -> dict[str, Any] | None:
+        """The ConfigMap as read within the last `config_map_ttl_s`, else read now (an error is raised, not kept)."""
+        now = self._clock()
+        held = self._config_maps.get((namespace, name))
+        if held is not None and now - held[0] < self._config_map_ttl_s:
+            return held[1]
+        found = await api.get(CONFIG_MAPS, namespace, name)
+        if self._config_map_ttl_s > 0:
+            self._config_maps[(namespace, name)] = (now, found)
+        return found
 
     def _use(self, owner: Owner, model: Any, source: str) -> Any:
         self.problems.pop(owner.uid, None)

@@ -23,6 +23,7 @@ from ..kube.client import KubeApi
 from ..kube.refs import HTTP_ROUTES, VIRTUAL_SERVICES, Ref
 from ..spec import ROUTE_KINDS, RouteRef, SpecError, TrafficSpec
 from ..weights import Weights
+from .base import LastRead
 
 #: one rule's backend entries, and whether an entry is a given Service's
 Entries = Callable[[Mapping[str, Any]], list]
@@ -55,6 +56,7 @@ class AdoptedRoute:
     def __init__(self, api: KubeApi, route_ref: RouteRef) -> None:
         self._api = api
         self.route_ref = route_ref
+        self._last = LastRead()
         self.name = next(r for r, kind in ROUTE_KINDS.items() if kind == route_ref.kind)
         self.ref: Ref = HTTP_ROUTES if route_ref.kind == "HTTPRoute" else VIRTUAL_SERVICES
         self._list_key = "rules" if self.ref is HTTP_ROUTES else "http"
@@ -108,6 +110,7 @@ class AdoptedRoute:
 
     async def get_weights(self, owner: Owner) -> Weights | None:
         route = await self._read(owner)
+        self._last.keep(owner.namespace, self.route_ref.name, route)
         if route is None:
             return None
         rules = self._split_rules(route, owner)
@@ -123,7 +126,7 @@ class AdoptedRoute:
         return Weights(share_a, 100 - share_a)
 
     async def set_weights(self, owner: Owner, weights: Weights) -> None:
-        route = await self._read(owner)
+        route = self._last.take(owner.namespace, self.route_ref.name) or await self._read(owner)
         if route is None:
             raise LookupError(f"{self.describe(owner)} does not exist in {owner.namespace}")
         a, b = self.services(owner)

@@ -10,6 +10,7 @@ from ..kube.client import KubeApi
 from ..kube.refs import HTTP_ROUTES
 from ..spec import TrafficSpec
 from ..weights import Weights
+from .base import LastRead
 
 
 def _rule(owner: Owner, weights: Weights) -> dict[str, Any]:
@@ -45,6 +46,7 @@ class GatewayApiRouter:
 
     def __init__(self, api: KubeApi) -> None:
         self._api = api
+        self._last = LastRead()
 
     async def ensure(self, owner: Owner, traffic: TrafficSpec, initial: Weights) -> bool:
         current = await self._api.get(HTTP_ROUTES, owner.namespace, owner.name)
@@ -60,7 +62,7 @@ class GatewayApiRouter:
         return False
 
     async def set_weights(self, owner: Owner, weights: Weights) -> None:
-        current = await self._api.get(HTTP_ROUTES, owner.namespace, owner.name)
+        current = self._last.take(owner.namespace, owner.name) or await self._api.get(HTTP_ROUTES, owner.namespace, owner.name)
         if current is None:
             raise LookupError(f"HTTPRoute {owner.namespace}/{owner.name} does not exist")
         rules = list((current.get("spec") or {}).get("rules") or [{}])
@@ -69,6 +71,7 @@ class GatewayApiRouter:
 
     async def get_weights(self, owner: Owner) -> Weights | None:
         current = await self._api.get(HTTP_ROUTES, owner.namespace, owner.name)
+        self._last.keep(owner.namespace, owner.name, current)
         return weights_of(current, owner) if current else None
 
     async def delete(self, owner: Owner) -> bool:

@@ -121,3 +121,30 @@ async def test_a_model_over_the_time_budget_is_set_aside_for_its_version(example
     report = forecaster.report(OWNER.uid)
     assert "over the budget of 0.01 s" in report.problem and report.seconds >= 0.05
     assert await forecaster.model_for(OWNER, spec) is default
+
+
+async def test_the_operator_reads_a_model_configmap_once_a_minute_shared_by_the_resources_naming_it(example):
+    """With a ttl (the operator's 60 s), resources naming one ConfigMap share one GET per ttl; a new version
+    is used once the ttl has passed, and loaded once."""
+    gets = []
+
+    class Counting(_Api):
+        async def get(self, ref, namespace, name):
+            gets.append((namespace, name))
+            return await super().get(ref, namespace, name)
+
+    loader, now = _CountingLoader(), [0.0]
+    api = Counting(_model_bytes({}))
+    forecaster = PredictorForecastSource(api, loader=loader, config_map_ttl_s=60.0, clock=lambda: now[0])
+    spec = _spec(example)
+    others = [Owner(f"chat-{i}", "default", f"uid-{i}") for i in range(3)]
+    for tick in range(4):
+        now[0] = tick * 15.0
+        for owner in others:
+            await forecaster.model_for(owner, spec)
+    assert gets == [("default", "my-model")] and loader.custom_loads == 1
+    assert all(forecaster.report(o.uid).source.startswith("ConfigMap default/my-model") for o in others)
+    api.version = "2"
+    now[0] = 61.0
+    await forecaster.model_for(others[0], spec)
+    assert len(gets) == 2 and loader.custom_loads == 2
