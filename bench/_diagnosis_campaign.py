@@ -34,6 +34,7 @@ from forescale_devcluster.demo_scenario import DemoSettings, demo_resource
 from forescale_devcluster.demo_stack import DemoStack, StackSettings, wait_until
 from forescale_devcluster.loadgen import InputSampler, LoadGenerator
 from forescale_operator.admin_client import pod_endpoint, pod_is_ready
+from forescale_operator.diagnosis import LOOK_AGAIN
 from forescale_operator.kube.timestamps import epoch_seconds
 
 CAUSES = ("overload", "degraded-pods", "bad-pod", "cache-failure", "memory-pressure", "rollout", "request-mix")
@@ -315,6 +316,18 @@ class Lane:
         if diagnosis is None:
             outcome.problem = f"no diagnosis in status within {self.timing.diagnose_seconds:.0f} s of {outcome.trigger}"
             return
+        if diagnosis.get("top") in LOOK_AGAIN:
+            # the operator looks again one "now" window later and rewrites status.diagnosis when it names a cause
+            # that explains this one: wait for it, as long as the window and a tick, before reading the top cause
+            first_at = epoch_seconds(diagnosis.get("at")) or 0
+            until = time.time() + self.timing.now_seconds + 2 * self.timing.step_seconds
+            while time.time() < until:
+                await injector.tick()
+                later = (await self._call(self._status, name)).get("diagnosis")
+                if later and (epoch_seconds(later.get("at")) or 0) > first_at:
+                    diagnosis = later
+                    break
+                await asyncio.sleep(0.5)
         seen_diagnosis = time.time()
         outcome.top = diagnosis.get("top")
         outcome.suspected = [f["cause"] for f in diagnosis.get("findings") or [] if f.get("status") == "suspected"]
