@@ -169,6 +169,16 @@ class Outcome:
         return out
 
 
+def event_time(posted: list[dict[str, Any]], trigger_at: float, top: str | None) -> float | None:
+    """When the RootCauseSuspected that answers the relief was posted: the first after the relief that names the
+    top cause (a second look's, when it named a new one), else the first after the relief, else the last. Not
+    simply the last: a relief repeated after the diagnosis ended starts another one, seconds later."""
+    after = [e for e in posted if (epoch_seconds(e.get("firstTimestamp")) or 0) >= int(trigger_at)]
+    naming = [e for e in after if top and f"({top}):" in (e.get("message") or "")]
+    chosen = (naming or after or posted[-1:] or [{}])[0]
+    return epoch_seconds(chosen.get("firstTimestamp"))
+
+
 def plan(per_cause: int, controls: int, seed: int, causes: tuple[str, ...] = CAUSES) -> list[Incident]:
     """`per_cause` incidents of each cause and `controls` control runs, interleaved (round by round)."""
     out: list[Incident] = []
@@ -338,7 +348,7 @@ class Lane:
         posted = [e for e in events if e.get("reason") == "RootCauseSuspected"]
         outcome.root_cause_events = len(posted)
         if posted:
-            outcome.latency_s = round((epoch_seconds(posted[-1].get("firstTimestamp")) or seen_diagnosis) - trigger_at, 1)
+            outcome.latency_s = round((event_time(posted, trigger_at, outcome.top) or seen_diagnosis) - trigger_at, 1)
             outcome.observed_latency_s = round(seen_diagnosis - seen_trigger, 1)
         self.log(f"{name}: top {outcome.top} (true {outcome.incident.cause}), {outcome.latency_s} s: {outcome.message[:160]}")
         await self._after_diagnosis(outcome, name)

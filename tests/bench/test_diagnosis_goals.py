@@ -101,3 +101,25 @@ def test_make_bench_runs_the_kv_cache_form():
 
     assert {"diagnosis", "diagnosis_kv"} <= set(discover())
     assert ARGS[:3] == ("--kv-cache", "--causes", "cache-failure")
+
+
+def _event(at: str, message: str) -> dict:
+    return {"reason": "RootCauseSuspected", "firstTimestamp": f"2026-12-03T20:10:{at}Z", "message": message}
+
+
+OVER = "Overload suspected (overload): rate 58 rps"
+DEGR = "Degraded pods suspected (degraded-pods): compute per item 144 ms. A second look 10 s after ..."
+
+
+@pytest.mark.parametrize("posted, top, second", [
+    ([_event("11", OVER), _event("22", OVER)], "overload", 11),          # a repeated relief's later diagnosis: not it
+    ([_event("11", OVER), _event("21", DEGR)], "degraded-pods", 21),     # the second look named the top cause
+    ([_event("02", DEGR), _event("11", OVER)], "overload", 11),          # a baseline's false start before the relief
+    ([_event("02", OVER)], "overload", 2),                               # none after the relief: the last posted
+])
+def test_the_event_that_answers_the_relief(posted, top, second):
+    from bench._diagnosis_campaign import event_time
+    from forescale_operator.kube.timestamps import epoch_seconds
+
+    trigger_at = epoch_seconds("2026-12-03T20:10:10Z")
+    assert event_time(posted, trigger_at, top) - trigger_at == second - 10
