@@ -18,6 +18,9 @@ from forescale_sim.metrics import WINDOW_SECONDS, summarize as slo_summary
 
 #: pool b's costWeight in the demo's resource (demo_scenario.demo_resource)
 COST_WEIGHT = {"a": 1.0, "b": 0.6}
+#: how the operator's RootCauseSuspected message says it is a second look (forecast_loop/incident_diagnosis.py)
+SECOND_LOOK = "A second look"
+
 
 
 def summary(run: DemoRun) -> dict[str, Any]:
@@ -44,6 +47,9 @@ def summary(run: DemoRun) -> dict[str, Any]:
         (at for at, reason, _ in run.events if reason in ("EmergencyStarted", "Overload")), None)
     diagnoses = [(at, message) for at, reason, message in run.events if reason == "RootCauseSuspected"]
     found = next((d for d in diagnoses if started is not None and d[0] >= started), diagnoses[0] if diagnoses else None)
+    # ... or its second look, when one named a cause that explains it (the operator's later word on the same relief)
+    found = next((d for d in diagnoses if found is not None and d[0] >= found[0] and d is not found
+                  and SECOND_LOOK in d[1]), found)
     return {
         "duration_seconds": round(s.duration_seconds, 1),
         "slo_ms": s.slo_ms,

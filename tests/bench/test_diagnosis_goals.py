@@ -67,3 +67,59 @@ def test_the_plan_interleaves_causes_and_controls_with_distinct_names():
     assert [r.cause for r in runs[:8]] == [*CAUSES, CONTROL]
     assert [r.seed for r in runs] == [10] * 8 + [11] * 7
     assert len({r.name for r in runs}) == len(runs) and all(not r.name.endswith(("-a", "-b")) for r in runs)
+
+
+# The KV-cache run (bench/diagnosis_kv.py): the cache failure only, judged on the causes it ran
+KV = ("cache-failure",)
+
+
+@pytest.mark.parametrize("outcomes, met", [
+    ([*(_incident("cache-failure") for _ in range(5)), _control()], {"accuracy": True, "control": True, "latency": True}),
+    # 4 of 5 is 80%: missed
+    ([*(_incident("cache-failure") for _ in range(4)), _incident("cache-failure", "degraded-pods"), _control()],
+     {"accuracy": False, "control": True, "latency": True}),
+    # 4 incidents are too few, even all right
+    ([*(_incident("cache-failure") for _ in range(4)), _control()], {"accuracy": False, "control": True, "latency": True}),
+    ([*(_incident("cache-failure") for _ in range(5)), _control(on_demand="cache-failure")],
+     {"accuracy": True, "control": False, "latency": True}),
+])
+def test_the_kv_cache_run_is_judged_on_its_own_cause(outcomes, met):
+    figures = evaluate(outcomes, KV)
+    assert {g: r["met"] for g, r in figures["goals"].items()} == met
+    assert ">= 5 incidents" in figures["goals"]["accuracy"]["figure"]
+
+
+def test_the_full_campaign_still_needs_35_incidents():
+    # 5 cache failures all right are not the goal when judged on every cause
+    outcomes = [*(_incident("cache-failure") for _ in range(5)), _control()]
+    assert evaluate(outcomes)["goals"]["accuracy"]["met"] is False
+
+
+def test_make_bench_runs_the_kv_cache_form():
+    from bench.__main__ import discover
+    from bench.diagnosis_kv import ARGS
+
+    assert {"diagnosis", "diagnosis_kv"} <= set(discover())
+    assert ARGS[:3] == ("--kv-cache", "--causes", "cache-failure")
+
+
+def _event(at: str, message: str) -> dict:
+    return {"reason": "RootCauseSuspected", "firstTimestamp": f"2026-12-03T20:10:{at}Z", "message": message}
+
+
+OVER = "Overload suspected (overload): rate 58 rps"
+DEGR = "Degraded pods suspected (degraded-pods): compute per item 144 ms. A second look 10 s after ..."
+
+
+@pytest.mark.parametrize("posted, top, second", [
+    ([_event("11", OVER), _event("22", OVER)], "overload", 11),          # a repeated relief's later diagnosis: not it
+    ([_event("11", OVER), _event("21", DEGR)], "degraded-pods", 21),     # the second look named the top cause
+    ([_event("02", DEGR), _event("11", OVER)], "overload", 11),          # a baseline's false start before the relief
+    ([_event("02", OVER)], "overload", 2),                               # none after the relief: the last posted
+])
+def test_the_event_that_answers_the_relief(posted, top, second):
+    from bench._diagnosis_campaign import event_time
+    from forescale_operator.kube.timestamps import epoch_seconds
+
+    trigger_at = epoch_seconds("2026-12-03T20:10:10Z")
+    assert event_time(posted, trigger_at, top) - trigger_at == second - 10

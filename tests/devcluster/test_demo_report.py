@@ -53,6 +53,15 @@ OVERLOAD, PLAYBOOK = (186.9, "Overload", ""), (197.0, "EmergencyStarted", "")
     ([OVERLOAD, (186.9, "RootCauseSuspected", "Overload suspected")],
      {"message": "Overload suspected", "at": 186.9, "after_relief_seconds": 0.0}, "Overload suspected (0 s after"),
     ([PLAYBOOK], None, "none suspected"),  # the diagnosis ran and suspected nothing, or no incident
+    # the playbook's diagnosis said overload, and its second look one window later named degraded pods: the later word
+    ([PLAYBOOK, (197.0, "RootCauseSuspected", "Overload suspected"),
+      (208.0, "RootCauseSuspected", "Degraded pods suspected: x. A second look 10 s after the first diagnosis, ...")],
+     {"message": "Degraded pods suspected: x. A second look 10 s after the first diagnosis, ...", "at": 208.0,
+      "after_relief_seconds": 11.0}, "Degraded pods suspected: x. A second look"),
+    # a later diagnosis that is no second look (the next relief's) does not replace the playbook's
+    ([PLAYBOOK, (197.0, "RootCauseSuspected", "Overload suspected"), (260.0, "Overload", ""),
+      (260.0, "RootCauseSuspected", "Cache failure suspected")],
+     {"message": "Overload suspected", "at": 197.0, "after_relief_seconds": 0.0}, "Overload suspected (0 s after"),
 ])
 def test_the_summary_names_the_incidents_diagnosis(events, expected, row):
     run = DemoRun(DemoSettings())

@@ -11,10 +11,10 @@ says what it does about the top cause.
 
 from .evidence import Evidence
 from .gather import ClosablePromQuery, KubeFacts, PromQuery, Windows, gather_evidence
-from .rank import Diagnosis, diagnose
+from .rank import LOOK_AGAIN, Diagnosis, diagnose, looks_again, second_look_names
 from .remedy import DELETE_POD, NOTHING, Remedy, plan_remedy
 from .rules import CAUSES, CLEAR, RULES, SUSPECTED, UNKNOWN, Finding, Rule
 
-__all__ = ["CAUSES", "CLEAR", "DELETE_POD", "NOTHING", "RULES", "SUSPECTED", "UNKNOWN", "ClosablePromQuery", "Diagnosis",
+__all__ = ["CAUSES", "CLEAR", "DELETE_POD", "LOOK_AGAIN", "NOTHING", "RULES", "SUSPECTED", "UNKNOWN", "ClosablePromQuery", "Diagnosis",
            "Evidence", "Finding", "KubeFacts", "PromQuery", "Remedy", "Rule", "Windows", "diagnose", "gather_evidence",
-           "plan_remedy"]
+           "looks_again", "plan_remedy", "second_look_names"]

@@ -102,3 +102,28 @@ def event_message(ranked: list[Finding], rules: tuple[Rule, ...] = RULES, note: 
     if len(suspected) > 1:
         text += ". Also suspected: " + ", ".join(f"{f.cause} ({f.summary})" for f in suspected[1:])
     return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS - 3] + "..."
+
+
+# -- a second look ------------------------------------------------------------------------------
+
+#: Top causes looked at again one "now" window later. A slower device first shows as a queue: the pods serve
+#: fewer items a second, so the load each carries and the queue grow within seconds, while per-item compute
+#: still averages the window's healthy seconds with the slow ones. A relief that starts in those seconds
+#: (the engine acts within 2-3 ticks) reads an overload; the window after it holds the slowdown alone.
+#: Only overload: it is the cause another one (degraded pods) explains and that a slowdown's first seconds show.
+LOOK_AGAIN = ("overload",)
+
+
+def looks_again(first: Diagnosis) -> bool:
+    """Whether `first`'s top cause is one a later window may show to be another cause's first sign."""
+    return first.top is not None and first.top.cause in LOOK_AGAIN
+
+
+def second_look_names(first: Diagnosis, second: Diagnosis, rules: tuple[Rule, ...] = RULES) -> bool:
+    """Whether the second look names a new top cause: one whose rule explains the first's top (`Rule.explains`).
+    A second look that suspects nothing, or the same cause, or one that does not explain the first, changes
+    nothing: the relief has moved load and pods since, so a weaker or different reading is no correction."""
+    if first.top is None or second.top is None or second.top.cause == first.top.cause:
+        return False
+    explains = {rule.cause: rule.explains for rule in rules}
+    return first.top.cause in explains.get(second.top.cause, ())

@@ -60,6 +60,12 @@ BATCH_SHRINK_MIN = 0.75
 #: 1.25: a batch that grew more amortises the per-batch cost enough to hide a slowdown, the case the model's health is for.
 COMPUTE_FLAT_MAX = 1.2
 BATCH_SAME_MAX = 1.25
+#: degraded pods, too: per-item device time up COMPUTE_FLAT_MAX or more at a batch grown past BATCH_SAME_MAX. A larger
+#: batch spreads the fixed per-batch cost over more items, so a healthy device's per-item time falls as the batch grows
+#: (it stays flat only if a batch had no fixed cost); a rise past the steady-batch noise (1.2x) at a larger batch is a
+#: slower device, whatever the queue. The rise understates the slowdown: `forescale demo --seed 0` (2.5x at 183 s, the
+#: playbook 12.5 s later) read 107 ms (was 83.6, 1.28x) at a batch of 2.75 (was 1.04), where the demo's device takes
+#: about 43 ms per item when healthy. No new threshold: the two above, against the amortisation bound.
 #: bad pod: one pod's p99 at least 2x the median of the others. Pods of one Deployment run the same image
 #: on the same GPU type at an even split; 2x is also the playbook's default triggerRatio.
 POD_OUTLIER_RATIO = 2.0
@@ -343,20 +349,28 @@ def check_degraded_pods(ev: Evidence) -> Finding:
     health = r.value("model_health")
     up = None if per_item is None else _growth(per_item) >= COMPUTE_PER_ITEM_GROWTH_MIN
     same_batch = None if batch is None else (batch[1] == 0 or batch[0] >= BATCH_SHRINK_MIN * batch[1])
-    by_compute = _all(up, same_batch)
+    by_same_batch = _all(up, same_batch)
+    # the batch grew, and per-item compute rose anyway: a healthy device's would have fallen
+    grew = None if batch is None else batch[1] > 0 and batch[0] > BATCH_SAME_MAX * batch[1]
+    rose = None if per_item is None else _growth(per_item) >= COMPUTE_FLAT_MAX
+    by_larger_batch = _all(grew, rose)
+    by_compute = _any(by_same_batch, by_larger_batch)
     # The device no slower per item at about the same batch: the model's "yes" is a queue's latency, not the pods'.
     flat = (per_item is not None and batch is not None and batch[1] > 0 and _growth(per_item) < COMPUTE_FLAT_MAX
             and BATCH_SHRINK_MIN * batch[1] <= batch[0] <= BATCH_SAME_MAX * batch[1])
     by_model = None if health is None else health >= MODEL_HEALTH_MIN and not flat
     # Either shows it; and where per-item compute cannot tell (its evidence missing), the model's "no" decides.
     verdict = _either(by_compute, by_model)
-    score = max(_past(_growth(per_item), COMPUTE_PER_ITEM_GROWTH_MIN) if by_compute else 0.0,
+    score = max(_past(_growth(per_item), COMPUTE_PER_ITEM_GROWTH_MIN) if by_same_batch else 0.0,
+                _past(_growth(per_item), COMPUTE_FLAT_MAX) if by_larger_batch else 0.0,
                 _past(health, MODEL_HEALTH_MIN) if by_model else 0.0)
     parts = [_was("compute per item", per_item, "ms") if per_item else "",
              _was("batch", batch, "items") if batch else "",
              f"latency {fmt(health)}x the latency model's at this load" if health is not None else ""]
     if same_batch is False:
         parts.append("the batch shrank, so per-item compute is not comparable")
+    if by_larger_batch and not by_same_batch:
+        parts.append("per-item compute rose at a larger batch, where a healthy device's falls")
     if flat and health is not None and health >= MODEL_HEALTH_MIN:
         parts.append("the device is no slower per item at the same batch, so the latency is a queue's")
     return r.finding("degraded-pods", verdict, score, parts)

@@ -18,9 +18,15 @@ into the tick. In this order, the first things first:
    once per resource in `remedy.ONCE_PER_SECONDS` (kept in memory: a
    restarted operator forgets it);
 6. at an incident, add the evidence, the diagnosis and the profile to the
-   incident's snapshot ConfigMap, which the tick saved (an overload saves none).
+   incident's snapshot ConfigMap, which the tick saved (an overload saves none);
+7. when the top cause was an overload, look again one "now" window later
+   (`rank.LOOK_AGAIN`): a slowdown's first seconds read as an overload. When
+   the second look suspects a cause that explains the first (degraded pods),
+   post `RootCauseSuspected` again with it and write it to `status.diagnosis`;
+   otherwise the first diagnosis stands. The snapshot keeps the first.
 
-One diagnosis per resource at a time.
+One diagnosis per resource at a time; a relief starting while one waits for
+its second look cancels the wait and diagnoses afresh.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from typing import Any, Callable, Mapping
 from ..admin_client import AdminClient, pod_endpoint, pod_is_ready
 from ..children import Owner
 from ..diagnosis import DELETE_POD, ClosablePromQuery, Diagnosis, Evidence, Remedy, Windows, diagnose, gather_evidence
-from ..diagnosis import plan_remedy
+from ..diagnosis import looks_again, plan_remedy, second_look_names
 from ..diagnosis.remedy import ONCE_PER_SECONDS
 from ..diagnosis.rules import SUSPECTED
 from ..events import EventSink
@@ -59,7 +65,8 @@ class IncidentDiagnoses:
     """One per operator; `start` is called by the tick on the tick that posts EmergencyStarted or Overload."""
 
     def __init__(self, make_prom: MakeProm, *, timeout_s: float = 10.0, windows: Windows = Windows(),
-                 profile_requests: int = 20, profile_timeout_s: float = 5.0) -> None:
+                 profile_requests: int = 20, profile_timeout_s: float = 5.0,
+                 second_look_seconds: float | None = None) -> None:
         #: seconds each query may take: the event is due within 60 s of the playbook's start
         self.make_prom = make_prom
         self.timeout_s = timeout_s
@@ -68,7 +75,12 @@ class IncidentDiagnoses:
         #: the slowest pod's profile: this many requests, for at most this long (it follows the event)
         self.profile_requests = profile_requests
         self.profile_timeout_s = profile_timeout_s
+        #: how long after the first diagnosis the second look reads (None: one "now" window, so the windows do not
+        #: overlap)
+        self.second_look_seconds = float(windows.now_seconds) if second_look_seconds is None else second_look_seconds
         self.tasks: dict[str, asyncio.Task] = {}
+        #: resource uids whose task is only waiting for its second look: a new relief may cancel it
+        self.waiting: set[str] = set()
         #: resource uid -> when its last bad pod was deleted (the diagnosis's `now`)
         self.deleted_at: dict[str, float] = {}
 
@@ -79,8 +91,13 @@ class IncidentDiagnoses:
         """Start the diagnosis of `owner`'s incident (or overload, `trigger`); False when one is still running
         or no Prometheus exists. `health`: pool A's latency-model health as the starting tick computed it."""
         running = self.tasks.get(owner.uid)
-        if prometheus_url is None or (running is not None and not running.done()):
+        if prometheus_url is None:
             return False
+        if running is not None and not running.done():
+            if owner.uid not in self.waiting:
+                return False
+            running.cancel()  # only waiting for a second look: this relief's diagnosis reads a newer window
+        self.waiting.discard(owner.uid)
         self.tasks[owner.uid] = asyncio.create_task(
             self._run(_Run(api, events, telemetry, owner, prometheus_url, dict(status), now, trigger, admin_secret,
                            health)),
@@ -89,6 +106,7 @@ class IncidentDiagnoses:
 
     def forget(self, owner: Owner) -> None:
         self.deleted_at.pop(owner.uid, None)
+        self.waiting.discard(owner.uid)
         task = self.tasks.pop(owner.uid, None)
         if task is not None and not task.done():
             task.cancel()
@@ -139,6 +157,47 @@ class IncidentDiagnoses:
             await self._delete(run, remedy)
         if incident:
             await self._add_to_snapshot(run, evidence, found, remedy, profiled, profile)
+        if looks_again(found):
+            await self._second_look(run, found)
+
+    async def _second_look(self, run: "_Run", first: Diagnosis) -> None:
+        """One "now" window later, the checklist again; posted and written only when it names a cause that explains
+        the first's top (rank.second_look_names)."""
+        owner = run.owner
+        self.waiting.add(owner.uid)
+        try:
+            await asyncio.sleep(self.second_look_seconds)
+        finally:
+            self.waiting.discard(owner.uid)
+        at = run.now + self.second_look_seconds
+
+        async def facts():
+            found = await read_kube_facts(run.api, owner.namespace, owner.name, POOL, now=at, window_seconds=900.0)
+            # the starting tick's health: the second look has no newer one
+            return with_model_health(found, run.health, "the engine reported no latency model for the pool")
+
+        prom = self.make_prom(run.url, self.timeout_s, at)
+        try:
+            evidence = await gather_evidence(prom, owner.namespace, owner.name, pool=POOL, facts=facts,
+                                             timeout_s=self.timeout_s, windows=self.windows)
+        finally:
+            await prom.close()
+        second = diagnose(evidence)
+        if not second_look_names(first, second):
+            logger.info("%s/%s: second look %.0f s after the diagnosis: %s; the first (%s) stands", owner.namespace,
+                        owner.name, self.second_look_seconds, second.top.cause if second.top else "nothing suspected",
+                        first.top.cause if first.top else None)
+            return
+        note = f"A second look {self.second_look_seconds:g} s after the first diagnosis, which named {first.top.cause}"
+        message = second.message_with(note) or ""
+        await run.events.post(Reason.ROOT_CAUSE_SUSPECTED, message)
+        update = StatusUpdate(run.status)
+        field = second.status_field(at, POOL)
+        field["message"] = message
+        update.diagnosis(field)
+        await write_status(run.api, owner.namespace, owner.name, update)
+        run.telemetry.record_diagnosis(owner.namespace, owner.name, POOL,
+                                       {f.cause: f.score if f.status == SUSPECTED else 0.0 for f in second.findings})
 
     async def _pool_pods(self, run: "_Run") -> dict[str, Mapping[str, Any]] | None:
         """The pool's pods by name (none being deleted), or None when they cannot be read in time."""

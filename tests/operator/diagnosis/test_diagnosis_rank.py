@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from diagnosis_cases import CAUSE_EVIDENCE, CONTROL
 from forescale_operator.diagnosis import CAUSES, CLEAR, SUSPECTED, UNKNOWN, Evidence, Finding, diagnose
 from forescale_operator.diagnosis.evidence import FLAG_FIELDS, PAIR_FIELDS, POD_FIELDS, VALUE_FIELDS
-from forescale_operator.diagnosis.rank import MAX_MESSAGE_CHARS, rank
+from forescale_operator.diagnosis.rank import LOOK_AGAIN, MAX_MESSAGE_CHARS, looks_again, rank, second_look_names
 from forescale_operator.reasons import Reason, event_type
 
 
@@ -186,3 +186,53 @@ def test_status_field_passes_the_crds_schema(case):
 def test_status_field_with_a_broken_clock_still_passes(at):
     field = diagnose(CONTROL).status_field(at=at)
     assert field["at"] == "1970-01-01T00:00:00Z" and "pool" not in field
+
+
+# -- the second look (rank.LOOK_AGAIN): an overload named in a slowdown's first seconds --------------------------
+
+#: `forescale demo --seed 0` at 6eed039 (pool A slowed 2.5x at 183.3 s on the sales peak): the diagnosis at the
+#: `Overload` 6.3 s later, its 10 s "now" window against the 200 s before, read back from the run's Prometheus
+DEMO0_FIRST = replace(CONTROL, rate_rps=(33.9, 14.8), rate_per_pod_rps=(11.3, 4.95), queue_depth=(3.8, 0.29),
+                      queue_wait_ms=(98.8, 13.0), compute_per_item_ms=(91.8, 83.6), batch_size_mean=(1.91, 1.03),
+                      model_health=1.25)
+#: the same run's next 10 s window (the second look): the device 1.71x slower per item at a batch of 1.72 (was 1.07)
+DEMO0_SECOND = replace(DEMO0_FIRST, rate_rps=(29.5, 16.5), rate_per_pod_rps=(7.38, 5.49), queue_depth=(3.0, 0.96),
+                       queue_wait_ms=(125.9, 20.1), compute_per_item_ms=(144.5, 84.3), batch_size_mean=(1.72, 1.07))
+#: a plain overload's next window: the load per pod still up, the device no slower per item
+#: (the second look keeps the starting tick's latency-model health: the operator has no newer one)
+OVERLOAD_STILL = replace(DEMO0_FIRST, compute_per_item_ms=(82.0, 83.6), batch_size_mean=(2.0, 1.03))
+
+# (first evidence, second evidence, looks again, the second names, top after)
+SECOND_LOOKS = [
+    # the demo's seed 0: overload first (per-item compute 1.10x while the batch grew 1.85x), degraded pods after
+    (DEMO0_FIRST, DEMO0_SECOND, True, True, "degraded-pods"),
+    # an overload that stays one: the second look suspects it again, the first stands
+    (DEMO0_FIRST, OVERLOAD_STILL, True, False, "overload"),
+    # the relief drained the queue and nothing is suspected: no correction, the first stands
+    (DEMO0_FIRST, CONTROL, True, False, "overload"),
+    # a second look's cause that does not explain an overload (a rollout explains degraded pods, not a queue)
+    (DEMO0_FIRST, replace(CONTROL, revision_changed=True, revision_age_seconds=60.0), True, False, "overload"),
+    # a first diagnosis that is not an overload is not looked at again
+    (CAUSE_EVIDENCE["degraded-pods"], DEMO0_SECOND, False, False, "degraded-pods"),
+    (CAUSE_EVIDENCE["cache-failure"], CAUSE_EVIDENCE["overload"], False, False, "cache-failure"),
+    # nothing suspected first: nothing to look at again
+    (CONTROL, DEMO0_SECOND, False, False, None),
+]
+
+
+@pytest.mark.parametrize("first_ev, second_ev, again, names, top", SECOND_LOOKS,
+                         ids=[f"second-look-{i}" for i in range(len(SECOND_LOOKS))])
+def test_a_second_look_names_only_a_cause_that_explains_the_first(first_ev, second_ev, again, names, top):
+    first, second = diagnose(first_ev), diagnose(second_ev)
+    assert looks_again(first) is again
+    assert (again and second_look_names(first, second)) is names
+    after = second if again and names else first
+    assert (after.top.cause if after.top else None) == top
+
+
+def test_the_demo_seed_0_first_window_is_an_overload_by_the_rules():
+    # why the first look cannot tell: per-item compute 1.10x (needs 1.5x), the model's health 1.25x (needs 1.5x)
+    first = diagnose(DEMO0_FIRST)
+    by_cause = {f.cause: f for f in first.findings}
+    assert first.top.cause == "overload" and by_cause["degraded-pods"].status == CLEAR
+    assert LOOK_AGAIN == ("overload",)

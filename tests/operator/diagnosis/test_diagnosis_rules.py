@@ -129,6 +129,19 @@ EDGE_CASES = [
      SUSPECTED, "latency 2x"),
     # a slower device at the same batch shows in per-item compute itself, whatever the model says
     ("degraded-pods", replace(CONTROL, compute_per_item_ms=(12.5, 5.0), model_health=1.0), SUSPECTED, "compute per item 12.5 ms"),
+    # per-item compute rose at a batch that grew, where a healthy device's falls: `forescale demo --seed 0` at 56dcb02,
+    # the playbook's diagnosis 12.5 s into a 2.5x slowdown (107 ms, was 83.6, at a batch of 2.75, was 1.04)
+    ("degraded-pods", replace(CONTROL, compute_per_item_ms=(107.2, 83.6), batch_size_mean=(2.75, 1.04), model_health=1.35),
+     SUSPECTED, "per-item compute rose at a larger batch, where a healthy device's falls"),
+    # the same at the edges: a rise under 1.2x (6eed039's diagnosis 6.3 s in: 91.8 ms, was 83.6) stays in the noise,
+    # and a batch grown only 1.25x is "the same batch", where the 1.5x rule decides
+    ("degraded-pods", replace(CONTROL, compute_per_item_ms=(91.8, 83.6), batch_size_mean=(1.91, 1.03), model_health=1.25),
+     CLEAR, "compute per item 91.8 ms (was 83.6)"),
+    ("degraded-pods", replace(CONTROL, compute_per_item_ms=(6.5, 5.0), batch_size_mean=(10.0, 8.0), model_health=1.0),
+     CLEAR, "compute per item 6.5 ms (was 5)"),
+    # an overload: the batch grew and per-item compute fell, as a healthy device's does
+    ("degraded-pods", replace(CONTROL, compute_per_item_ms=(47.0, 83.6), batch_size_mean=(2.33, 1.07), model_health=1.0),
+     CLEAR, "compute per item 47 ms (was 83.6)"),
     # per-item compute unknown: the model's "no" decides; its "yes" too
     ("degraded-pods", replace(CONTROL, compute_per_item_ms=None), CLEAR, "latency 1x"),
     ("degraded-pods", replace(CONTROL, compute_per_item_ms=None, model_health=None), UNKNOWN, "missing compute_per_item_ms"),

@@ -300,3 +300,65 @@ async def test_the_starting_ticks_model_health_is_evidence(health, top):
     assert api.patches[-1]["status"]["diagnosis"].get("top") == top
     if top:
         assert "latency 2.5x the latency model's at this load" in events.posted[0][1]
+
+
+# -- the second look after an overload (rank.LOOK_AGAIN) --------------------------------------------------
+
+#: the rate per pod doubled and the queue grew; per-item compute 1.1x at a batch that grew: an overload
+OVERLOAD_FIRST = _both(HEALTHY) | HEALTHY_NOW | {"rate_per_pod_rps.now": 210.0, "rate_rps.now": 420.0,
+                                                 "queue_depth.now": 40.0, "queue_wait_ms.now": 60.0,
+                                                 "compute_per_item_ms.now": 5.5, "batch_size_mean.now": 9.0}
+#: one window later: per-item compute 1.8x at about the same batch, the queue still up: degraded pods explain it
+SLOWER_AFTER = OVERLOAD_FIRST | {"compute_per_item_ms.now": 9.0, "batch_size_mean.now": 8.5}
+
+
+class Proms:
+    """A fresh ClosingProm per diagnosis, answering from the next answer set; records the instants asked for."""
+
+    def __init__(self, *answer_sets):
+        self.answer_sets, self.at = list(answer_sets), []
+
+    def __call__(self, url, timeout_s, at):
+        self.at.append(at)
+        return ClosingProm(self.answer_sets[min(len(self.at), len(self.answer_sets)) - 1])
+
+
+@pytest.mark.parametrize("second, tops, posted", [
+    (SLOWER_AFTER, ["overload", "degraded-pods"], 2),  # the slowdown shows in the next window: named, posted again
+    (OVERLOAD_FIRST, ["overload"], 1),                 # still an overload: the first stands, nothing posted again
+    (HEALTHY_ANSWERS, ["overload"], 1),                # the queue drained: no correction either
+])
+async def test_an_overload_is_looked_at_again_one_window_later(second, tops, posted):
+    proms, api, events = Proms(OVERLOAD_FIRST, second), Api(), Events()
+    diagnoses = IncidentDiagnoses(proms, timeout_s=0.5, second_look_seconds=0.05)
+    assert diagnoses.start(api=api, events=events, telemetry=OperatorMetrics(), owner=OWNER,
+                           prometheus_url="http://prom:9090", status={}, now=1_000.0, trigger=Reason.OVERLOAD)
+    await asyncio.wait_for(diagnoses.tasks[OWNER.uid], 5.0)
+    assert proms.at == [1_000.0, 1_000.05]  # the second look reads the window after the first's
+    assert [p["status"]["diagnosis"]["top"] for p in api.patches if "diagnosis" in p["status"]] == tops
+    assert [r for r, _ in events.posted] == [Reason.ROOT_CAUSE_SUSPECTED] * posted
+    if posted == 2:
+        assert events.posted[1][1].startswith("Degraded pods suspected (degraded-pods): compute per item 9 ms (was 5)")
+        assert "A second look 0.05 s after the first diagnosis, which named overload" in events.posted[1][1]
+
+
+async def test_a_new_relief_cancels_a_waiting_second_look():
+    proms, api, events = Proms(OVERLOAD_FIRST, SLOWER_AFTER), Api(), Events()
+    diagnoses = IncidentDiagnoses(proms, timeout_s=0.5, second_look_seconds=30.0)
+    assert diagnoses.start(api=api, events=events, telemetry=OperatorMetrics(), owner=OWNER,
+                           prometheus_url="http://prom:9090", status={}, now=1_000.0, trigger=Reason.OVERLOAD)
+    first = diagnoses.tasks[OWNER.uid]
+    for _ in range(100):  # until the first diagnosis is posted and the task only waits
+        if OWNER.uid in diagnoses.waiting:
+            break
+        await asyncio.sleep(0.01)
+    assert OWNER.uid in diagnoses.waiting and len(events.posted) == 1
+    # the playbook starts 15 s later: its diagnosis runs now, on a newer window, and the wait is cancelled
+    assert diagnoses.start(api=api, events=events, telemetry=OperatorMetrics(), owner=OWNER,
+                           prometheus_url="http://prom:9090", status={}, now=1_015.0)
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    second = diagnoses.tasks[OWNER.uid]
+    assert second is not first
+    diagnoses.forget(OWNER)
+    assert proms.at[:2] == [1_000.0, 1_015.0]
