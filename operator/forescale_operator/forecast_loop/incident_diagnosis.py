@@ -119,19 +119,24 @@ class IncidentDiagnoses:
         except Exception as exc:  # noqa: BLE001 - a diagnosis never fails the loop; the playbook already acted
             logger.warning("%s/%s: the incident's diagnosis failed: %s", run.owner.namespace, run.owner.name, exc)
 
-    async def _diagnose(self, run: "_Run") -> None:
+    async def _evidence(self, run: "_Run", at: float):
+        """The checklist's evidence at `at`; its model health is the starting tick's (a second look has no newer)."""
         owner = run.owner
 
         async def facts():
-            found = await read_kube_facts(run.api, owner.namespace, owner.name, POOL, now=run.now, window_seconds=900.0)
+            found = await read_kube_facts(run.api, owner.namespace, owner.name, POOL, now=at, window_seconds=900.0)
             return with_model_health(found, run.health, "the engine reported no latency model for the pool")
 
-        prom = self.make_prom(run.url, self.timeout_s, run.now)
+        prom = self.make_prom(run.url, self.timeout_s, at)
         try:
-            evidence = await gather_evidence(prom, owner.namespace, owner.name, pool=POOL, facts=facts,
-                                             timeout_s=self.timeout_s, windows=self.windows)
+            return await gather_evidence(prom, owner.namespace, owner.name, pool=POOL, facts=facts,
+                                         timeout_s=self.timeout_s, windows=self.windows)
         finally:
             await prom.close()
+
+    async def _diagnose(self, run: "_Run") -> None:
+        owner = run.owner
+        evidence = await self._evidence(run, run.now)
         found = diagnose(evidence)
         incident = run.trigger is Reason.EMERGENCY_STARTED
         pods: dict[str, Mapping[str, Any]] | None = None
@@ -170,18 +175,7 @@ class IncidentDiagnoses:
         finally:
             self.waiting.discard(owner.uid)
         at = run.now + self.second_look_seconds
-
-        async def facts():
-            found = await read_kube_facts(run.api, owner.namespace, owner.name, POOL, now=at, window_seconds=900.0)
-            # the starting tick's health: the second look has no newer one
-            return with_model_health(found, run.health, "the engine reported no latency model for the pool")
-
-        prom = self.make_prom(run.url, self.timeout_s, at)
-        try:
-            evidence = await gather_evidence(prom, owner.namespace, owner.name, pool=POOL, facts=facts,
-                                             timeout_s=self.timeout_s, windows=self.windows)
-        finally:
-            await prom.close()
+        evidence = await self._evidence(run, at)
         second = diagnose(evidence)
         if not second_look_names(first, second):
             logger.info("%s/%s: second look %.0f s after the diagnosis: %s; the first (%s) stands", owner.namespace,
