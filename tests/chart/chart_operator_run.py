@@ -54,13 +54,16 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _wait_for(predicate, timeout: float, what: str) -> None:
+def _wait_for(predicate, timeout: float, what: str, log_path: Path | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         time.sleep(0.3)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+    # The operator's own log says why (a Lease not taken, a converge retried, kopf's peering paused): a CI
+    # failure must be explainable from its output alone.
+    tail = f"; the operator's log ends:\n{log_path.read_text()[-4000:]}" if log_path and log_path.exists() else ""
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}{tail}")
 
 
 def _http_get(url: str) -> tuple[int, str]:
@@ -129,9 +132,9 @@ def run_operator(apiserver, args: list[str], workdir: Path, scene: str, example:
             alive()
             return any(cm["metadata"]["name"].startswith(f"{name}-incident-") for cm in handle.objects("configmaps", namespace))
 
-        _wait_for(converged, 90, "the operator to create the children")
+        _wait_for(converged, 90, "the operator to create the children", log_path)
         if scene == "incident":
-            _wait_for(snapshot_saved, 90, "the playbook to save its snapshot")
+            _wait_for(snapshot_saved, 90, "the playbook to save its snapshot", log_path)
         else:
             time.sleep(3)  # a few loop ticks
         health_status, _ = _http_get(f"http://127.0.0.1:{health_port}/healthz")
@@ -140,7 +143,7 @@ def run_operator(apiserver, args: list[str], workdir: Path, scene: str, example:
         url = f"{handle.url}/apis/forescale.io/v1alpha1/namespaces/{namespace}/inferencedeployments/{name}"
         urllib.request.urlopen(urllib.request.Request(url, method="DELETE"), timeout=10).close()
         _wait_for(lambda: handle.get("inferencedeployments", namespace, name) is None, 30,
-                  "the operator to release its finalizer")
+                  "the operator to release its finalizer", log_path)
         left = {f"{plural}/{obj['metadata']['name']}": obj for plural in ("deployments", "services", "httproutes")
                 for obj in handle.objects(plural, namespace)}
     finally:
