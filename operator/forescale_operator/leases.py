@@ -157,7 +157,14 @@ class NamespaceLeases:
         """Until close(): a round at once when a namespace is wanted, else one every `renew_s`."""
         while not self._closing:
             self._wake.clear()
-            await self.step()
+            try:
+                await self.step()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a dead task would leave every namespace standing by, silently
+                # An answer the client does not map to ApiError (a broken payload, a bug) must cost one round,
+                # not the task: without it no Lease is ever taken or renewed again and the operator acts nowhere.
+                logger.exception("A Lease round failed; the next in %gs.", self.timing.renew_s)
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.timing.renew_s)
             except asyncio.TimeoutError:

@@ -244,3 +244,34 @@ async def test_a_round_renews_every_namespace_at_once_not_one_after_another(clus
         assert most[0] == 2  # both writes were in flight together
     finally:
         await client.close()
+
+
+async def test_a_round_that_fails_unexpectedly_costs_one_round_not_the_task(cluster):
+    """An error the client does not map to ApiError must not end the background task: a dead task takes and
+    renews no Lease again, and the operator stands by everywhere without a word."""
+    client = HttpKubeApi(Connection(cluster.url, user_agent="forescale-operator/op-a"))
+    failures = [1]
+
+    class BrokenOnce:
+        def __getattr__(self, name):
+            return getattr(client, name)
+
+        async def get(self, *args):
+            if failures[0]:
+                failures[0] -= 1
+                raise RuntimeError("a payload the client could not read")
+            return await client.get(*args)
+
+    leases = NamespaceLeases(BrokenOnce(), "op-a", LeaseTiming(duration_s=30, renew_s=0.05))
+    leases.want("default")
+    task = asyncio.create_task(leases.run())
+    try:
+        for _ in range(100):
+            if leases.holds("default"):
+                break
+            await asyncio.sleep(0.02)
+        assert failures[0] == 0, "the failing round never ran"
+        assert leases.holds("default") and not task.done()
+    finally:
+        await leases.close(task)
+        await client.close()
