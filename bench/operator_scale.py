@@ -236,6 +236,20 @@ def histogram(before: dict[str, float], after: dict[str, float], name: str) -> l
     return sorted(rows)
 
 
+def labelled_histograms(before: dict[str, float], after: dict[str, float], name: str,
+                        label: str) -> dict[str, list[tuple[float, float]]]:
+    """{label value: [(upper bound, count in the window)]} of a histogram with one label besides `le`."""
+    rows: dict[str, list[tuple[float, float]]] = {}
+    for key, value in after.items():
+        if not key.startswith(name + "_bucket{"):
+            continue
+        labels = dict(part.split("=", 1) for part in key[len(name) + 8:].rstrip("}").split(","))
+        value_of = labels.get(label, "").strip('"')
+        le = float(labels.get("le", "nan").strip('"'))
+        rows.setdefault(value_of, []).append((le, value - before.get(key, 0.0)))
+    return {k: sorted(v) for k, v in rows.items()}
+
+
 def quantile(rows: list[tuple[float, float]], q: float) -> float:
     """Linear interpolation inside the bucket holding quantile q (Prometheus' histogram_quantile)."""
     total = rows[-1][1] if rows else 0.0
@@ -397,6 +411,11 @@ def operator_figures(result: dict, before: dict[str, float], after: dict[str, fl
     result["tick_lag_p50_s"], result["tick_lag_p99_s"] = quantile(lag, 0.5), quantile(lag, 0.99)
     result["tick_lag_share_le_1s"] = share_at_most(lag, 1.0)
     result["tick_duration_p50_s"], result["tick_duration_p99_s"] = quantile(duration, 0.5), quantile(duration, 0.99)
+    # Where the tick's wall time went, by step (handlers/tick.py): a late tick's wait has a name.
+    steps = labelled_histograms(before, after, "forescale_operator_tick_step_seconds", "step")
+    result["tick_step_seconds"] = {step: {"p50": quantile(rows, 0.5), "p99": quantile(rows, 0.99),
+                                          "count": rows[-1][1] if rows else 0.0}
+                                   for step, rows in steps.items()}
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -600,6 +619,7 @@ def goals(r: dict) -> list[tuple[str, str, str, str, str]]:
         share is not None and share >= GOAL_TICKS_RUN,
         (f"tick lag p50 {seconds(r.get('tick_lag_p50_s', float('nan')))} s, p99 {seconds(r.get('tick_lag_p99_s', float('nan')))} s; "
          f"tick wall p50 {seconds(r.get('tick_duration_p50_s', float('nan')))} s; "
+         f"slowest step at p50: {slowest_step(r)}; "
          f"API server (the bench's process) {others.get('bench (API server)', float('nan')):.2f} core, "
          f"operator {r.get('cpu_share', float('nan')):.2f} core; "
          f"Lease lost {r.get('lease_lost_in_window', 0)} times in the window; {r.get('tick_errors', 0):.0f} tick errors"))
@@ -621,6 +641,15 @@ def goals(r: dict) -> list[tuple[str, str, str, str, str]]:
     row("operator CPU over the window", cpu, f"{cpu:.2f} core" if cpu is not None else "", "< 1 core",
         cpu is not None and cpu < GOAL_CPU, "")
     return rows
+
+
+def slowest_step(r: dict) -> str:
+    """The tick step with the longest median wall time, with it, or '-' before any was recorded."""
+    steps = {k: v["p50"] for k, v in (r.get("tick_step_seconds") or {}).items() if not math.isnan(v["p50"])}
+    if not steps:
+        return "-"
+    step = max(steps, key=steps.get)
+    return f"{step} {seconds(steps[step])} s"
 
 
 def report(r: dict) -> None:
@@ -646,6 +675,8 @@ def report(r: dict) -> None:
         ("tick lag p50 / p99", f"{seconds(r.get('tick_lag_p50_s', nan))} / {seconds(r.get('tick_lag_p99_s', nan))} s"),
         ("ticks starting <= 1 s late", f"{100 * r.get('tick_lag_share_le_1s', nan):.1f} %"),
         ("tick wall p50 / p99", f"{seconds(r.get('tick_duration_p50_s', nan))} / {seconds(r.get('tick_duration_p99_s', nan))} s"),
+        ("tick steps, wall p50 / p99", ", ".join(f"{k} {seconds(v['p50'])} / {seconds(v['p99'])} s"
+                                                for k, v in (r.get("tick_step_seconds") or {}).items()) or "-"),
         ("Lease lost (reconcile / window)", f"{r.get('lease_lost_during_startup', 0)} / {r.get('lease_lost_in_window', 0)}"),
         ("operator /metrics answered in", ", ".join(f"{x:.1f} s" for x in r.get("operator_scrape_seconds") or []) or "-"),
         ("Prometheus queries per 15 s", f"{r.get('prometheus_queries_per_15s', nan):.1f}"),

@@ -13,6 +13,7 @@ the expressions parse. Pure prometheus_client: no kopf, no kubernetes.
 
 from __future__ import annotations
 
+import time
 from typing import Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -30,6 +31,23 @@ TICK_LAG = Histogram("forescale_operator_tick_lag_seconds", "Delay of a tick's s
 #: wall time of one tick: API reads, Prometheus, forecast, engine, actions, status write (waits included)
 TICK_DURATION = Histogram("forescale_operator_tick_duration_seconds", "Wall time of one tick, waits included",
                           buckets=_SECONDS)
+#: the same wall time by step of the tick (handlers/tick.py's names): where a late tick waited, read from outside
+TICK_STEP = Histogram("forescale_operator_tick_step_seconds", "Wall time of one step of a tick, waits included",
+                      ["step"], buckets=_SECONDS)
+
+
+class TickLaps:
+    """A lap clock for one tick: `lap("read")` records the wall time since the previous lap (or the start) as
+    that step's. One line at each step's end keeps the driver reading top to bottom."""
+
+    def __init__(self, clock=time.monotonic) -> None:
+        self._clock = clock
+        self._last = clock()
+
+    def __call__(self, step: str) -> None:
+        now = self._clock()
+        TICK_STEP.labels(step).observe(max(0.0, now - self._last))
+        self._last = now
 
 PHASES = tuple(p.value for p in Phase)
 _RESOURCE = ("namespace", "name")

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from bench.operator_scale import ScrapeFailed, goals, report, scrape
+from bench.operator_scale import ScrapeFailed, goals, operator_figures, report, scrape
 
 FULL = {
     "resources": 200, "step_seconds": 15, "problems": [], "measured_seconds": 120.0, "startup_seconds": 56.0,
@@ -23,6 +23,8 @@ FULL = {
     "peak_rss_bytes": 600 * 2 ** 20, "cpu_share": 0.4, "cpu_share_others": {"bench (API server)": 0.5},
     "lease_lost_in_window": 3, "forecast_models": {"lstm": 200}, "load_average_start": (1.0, 1.0, 1.0),
     "load_average_end": (3.0, 2.0, 1.0),
+    "tick_step_seconds": {"read": {"p50": 0.2, "p99": 1.0, "count": 1500.0},
+                          "forecast": {"p50": 11.0, "p99": 29.0, "count": 1500.0}},
 }
 
 
@@ -34,6 +36,7 @@ def test_a_full_run_gives_met_and_missed_with_the_reason() -> None:
     rows = {name.split(" (")[0]: (verdict, why) for name, _, _, verdict, why in goals(FULL)}
     assert rows["due ticks run"][0] == "MISSED"  # 1500 of 1600 = 93.8%
     assert "Lease lost 3 times" in rows["due ticks run"][1] and "p99 12.00 s" in rows["due ticks run"][1]
+    assert "slowest step at p50: forecast 11.00 s" in rows["due ticks run"][1]
     assert rows["API requests per tick"] == ("MISSED", "per tick: patch inferencedeployments/status 1.00, create events 0.40")
     assert rows["decision time"] == ("met", "")
     assert rows["operator peak memory"] == ("met", "")
@@ -86,3 +89,23 @@ def test_a_scrape_is_retried_and_then_fails_with_the_cause() -> None:
         server.shutdown()
     with pytest.raises(ScrapeFailed, match="2 attempts"):
         scrape(f"http://127.0.0.1:{server.server_address[1]}/metrics", timeout=0.3, attempts=2)
+
+
+def test_the_window_splits_the_tick_wall_time_by_step() -> None:
+    """Two scrapes of the operator's /metrics, as `scrape` reads them: each step's quantiles over the window."""
+    name = "forescale_operator_tick_step_seconds_bucket"
+
+    def scraped(read: tuple, forecast: tuple) -> dict[str, float]:
+        out = {}
+        for step, counts in (("read", read), ("forecast", forecast)):
+            for le, count in zip(("0.1", "1.0", "30.0", "+Inf"), counts):
+                out[f'{name}{{step="{step}",le="{le}"}}'] = count
+        return out
+
+    before = scraped((5, 5, 5, 5), (0, 0, 5, 5))
+    after = scraped((105, 105, 105, 105), (0, 0, 105, 105))  # the window: 100 reads within 0.1 s, 100 forecasts 1-30 s
+    result: dict = {}
+    operator_figures(result, before, after)
+    steps = result["tick_step_seconds"]
+    assert steps["read"]["count"] == 100 and steps["read"]["p99"] <= 0.1
+    assert steps["forecast"]["count"] == 100 and 1.0 < steps["forecast"]["p50"] < 30.0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from prometheus_client import generate_latest
+from prometheus_client import REGISTRY, generate_latest
 
-from forescale_operator.telemetry import OperatorMetrics
+from forescale_operator.telemetry import OperatorMetrics, TickLaps
 
 
 def _exposition(metrics: OperatorMetrics) -> str:
@@ -72,3 +72,22 @@ def test_a_score_that_is_not_a_share_is_written_as_zero(score):
     m = OperatorMetrics()
     m.record_diagnosis("ml", "chat", "a", {"overload": score})
     assert 'forescale_operator_root_cause_suspected{cause="overload",name="chat",namespace="ml",pool="a"} 0.0' in _exposition(m)
+
+
+@pytest.mark.parametrize("laps, expected", [
+    ([("read", 0.5)], {"read": 0.5}),
+    ([("read", 0.5), ("decide", 0.25)], {"read": 0.5, "decide": 0.25}),
+    ([("act", 2.0), ("act", 1.0)], {"act": 3.0}),  # a step's laps add up
+    ([("report", -1.0)], {"report": 0.0}),  # a clock that steps back records nothing negative
+])
+def test_tick_laps_record_the_time_since_the_previous_lap(laps, expected):
+    def total(step):
+        return REGISTRY.get_sample_value("forescale_operator_tick_step_seconds_sum", {"step": step}) or 0.0
+
+    before = {s: total(s) for s in expected}
+    t = [100.0]
+    lap = TickLaps(clock=lambda: t[0])
+    for step, seconds in laps:
+        t[0] += seconds
+        lap(step)
+    assert {s: round(total(s) - before[s], 9) for s in expected} == expected

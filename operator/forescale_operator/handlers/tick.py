@@ -38,6 +38,7 @@ from ..readings import build_observations, read
 from ..readings.observations import PoolState
 from ..spec import SpecError
 from ..status import StatusUpdate, write_status
+from ..telemetry import TickLaps
 from .deps import HandlerDeps
 from .reconcile import reconcile
 
@@ -71,6 +72,7 @@ class TickContext:
 async def tick(ctx: TickContext, deps: TickDeps) -> str:
     """Run one tick for one resource; returns a summary for the log."""
     body, status, loop = ctx.body, ctx.status, deps.loop
+    lap = TickLaps()  # each step's wall time (forescale_operator_tick_step_seconds): where a late tick waited
     generation = body["metadata"].get("generation")
     # Invalid: reconcile re-checks it (the router's API may have been installed since, with no spec change).
     if status.get("phase") == Phase.INVALID.value:
@@ -86,6 +88,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     now = loop.clock()
     state = load_state(status, owner, memory, now=now, mono=loop.monotonic(),
                        cutback_interval_s=spec.traffic.cutback.interval_seconds)
+    lap("load")
 
     # Read the children (an adopted pool: its targetRef) from kopf's indexes, not the API server; until they
     # are synced, wait: a child that only seems missing must not send the tick to reconcile or act on nothing.
@@ -97,6 +100,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     read_only = spec.preview and spec.adopts  # Preview with a targetRef creates nothing: no Service to check
     if not seen.complete_for(spec) or not (read_only or await observing.services_intact(reader, owner, spec)):
         return await reconcile(body, deps)
+    lap("observe")
     update = StatusUpdate(status, generation)
     # A capacity annotation the binding had to ignore is said once per bad value, as a Warning event.
     await report_ignored_annotation(deps.events, binding, memory)
@@ -108,6 +112,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
                                         deps.actuators.admin_copy_from)
     admin_readiness.record(update, admin)
     await admin_readiness.report(deps.events, status, admin, owner)
+    lap("admin")
     # Read the metrics where a Prometheus URL exists (the spec's, else the operator's); without one, status is all:
     # Degraded once pool A serves, and one MetricsUnavailable Warning naming the setting.
     if not binding.reads_metrics:
@@ -118,6 +123,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
         return f"observed: {seen.summary()}; no metrics"
     reading = await read(binding.metric_source, owner.namespace, owner.name, spec, memory.history, now)
     record_metrics(update, reading)
+    lap("read")
 
     # Observe: the pods (admin endpoints, start-up times; a bad admin port reported once), joined with the reading;
     # an adopted pool's pods are found by its Deployment's selector.
@@ -130,14 +136,17 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
                   pods["a"].startup_seconds),
         PoolState(seen.b.desired, seen.b.ready, spec.b.precision, pods["b"].startup_seconds),
     )
+    lap("pods")
 
     # Decide: a forecast only from a sample read this tick (without one the engine holds); the engine is pure.
     forecast = await loop.forecasts.forecast(owner, spec, reading.history) if reading.sample.available else None
     report = loop.forecasts.report(owner.uid)
+    lap("forecast")  # waits for the forecast thread included: its CPU time is in decision_seconds
     started = time.thread_time()  # decision time: the engine's and the forecast's CPU time, no API waits
     decision = decide(spec, state, observations, forecast, now, binding.params)
     decision_seconds = time.thread_time() - started + report.seconds
     memory.record(decision, now)
+    lap("decide")
 
     # Write ahead only when the incident moves (never in Preview), so an operator killed while acting resumes it.
     ahead = None
@@ -145,6 +154,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
         ahead = StatusUpdate(status, generation)
         record_incident(ahead, decision)
         await write_status(deps.api, owner.namespace, owner.name, ahead)
+    lap("write_ahead")
 
     # Act (Preview: only its "would" events); failing before any event, undo the write-ahead so the retry redoes all.
     try:
@@ -153,6 +163,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
         if ahead is not None and not executor.posted:
             await _undo(deps.api, owner, ahead)
         raise
+    lap("act")
 
     # Diagnose beside the relief, on the tick that started it (the playbook, or B taking an overload's excess);
     # a task of its own, never awaited here; its pods and Deployment come from the indexes too.
@@ -166,6 +177,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     record_decision(update, decision, forecast, reading, report, memory, now)
     record_telemetry(loop.telemetry, owner, spec, decision, forecast, reading, seen, decision_seconds, report, memory)
     await write_status(deps.api, owner.namespace, owner.name, update)
+    lap("report")
     return f"observed: {seen.summary()}"
 
 

@@ -12,6 +12,7 @@ import copy
 import json
 
 import pytest
+from prometheus_client import REGISTRY
 
 from forescale_operator.actuators import Actuators
 from forescale_operator.events import RecordingEvents
@@ -288,3 +289,22 @@ async def test_a_generation_that_changes_mid_tick_is_picked_up_by_the_next_tick(
     assert "/ SLO 200 ms" in _status(cluster)["lastDecision"]  # decided on the spec the tick started with
     await run()
     assert "/ SLO 1000 ms" in _status(cluster)["lastDecision"]  # the next tick bound the new generation
+
+
+TICK_STEPS = ("load", "observe", "admin", "read", "pods", "forecast", "decide", "write_ahead", "act", "report")
+
+
+async def test_a_tick_records_the_wall_time_of_each_of_its_steps(cluster, api, example, loop):
+    """forescale_operator_tick_step_seconds says where a late tick waited (docs/operator-scale.md): every step of a
+    full tick is counted once, in the driver's order."""
+    def counts():
+        return {s: REGISTRY.get_sample_value("forescale_operator_tick_step_seconds_count", {"step": s}) or 0.0
+                for s in TICK_STEPS}
+
+    run, *_ = loop
+    await reconcile(cluster.put(_spec_body(example)), HandlerDeps(api=api, actuators=Actuators(api), events=RecordingEvents()))
+    await run()  # the first tick may converge; the second is a full one
+    before = counts()
+    await run()
+    after = counts()
+    assert {s: after[s] - before[s] for s in TICK_STEPS} == {s: 1.0 for s in TICK_STEPS}
