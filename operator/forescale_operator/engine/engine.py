@@ -319,6 +319,14 @@ def _size(spec: InferenceSpec, state: EngineState, obs: Observations, dem: sizin
         pool = spec.pool(p)
         current = sizing.clamp(obs.pool(p).replicas, pool.min_replicas, pool.max_replicas)
         want = sizing.clamp(raw[p], pool.min_replicas, pool.max_replicas)
+        if p == "a" and tick.incident.stage is Phase.EMERGENCY and want < current:
+            # The playbook relieves A's pods, it does not retire them: the cut-back needs them back within
+            # minutes, the diagnosis reads them, and the bad-pod remedy needs two ready. Sized on a health
+            # still catching up with the slowdown (it moves half-way a tick) and at int8's speed, A's raw
+            # need at the start is low: the demo's seed 1 went from 3 pods to 2 as the playbook began.
+            tick.reasons.append(f"a held at {current} (raw {want}) during the emergency: the playbook relieves "
+                                f"A's pods, it does not shrink the pool")
+            want = current
         bound = sizing.scale_up_bound(current, params.scale_up_percent, params.scale_up_pods)
         if want > bound:
             tick.reasons.append(f"{p} scale-up bounded to {bound} (needs {want}): at most +{params.scale_up_percent:g}% "

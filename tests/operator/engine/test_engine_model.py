@@ -293,6 +293,28 @@ def test_scale_down_waits_one_start_up(tick):
     assert first == 10 and held[:3] == [10, 10, 10] and held[-1] < 10
 
 
+@pytest.mark.parametrize("latency, a_min_in_emergency", [
+    (600.0, 8),  # the playbook: A keeps its 8 pods however low its raw need reads
+    (None, None),  # control, no incident: the same window lets A shrink to its need
+])
+def test_an_emergency_never_shrinks_a(tick, latency, a_min_in_emergency):
+    """With no scale-down window, A's raw need at the playbook's start (70% of the load, at int8's speed, on a
+    health still catching up) is below its pods; the emergency holds them, and says so."""
+    p = EngineParams(name="chat", fallback_capacity_rps=PARAMS.fallback_capacity_rps, stabilization_seconds=0.0)
+    s = Scenario(tick)
+    for _ in range(PARAMS.min_model_samples + 1):
+        s.at(healthy_ms(37.5), params=p)
+    ticks = [s.at(latency if latency is not None else healthy_ms(12.5), rate=300.0 if latency else 100.0, params=p)
+             for _ in range(8)]
+    emergency = [d for d in ticks if d.phase is Phase.EMERGENCY]
+    if a_min_in_emergency is None:
+        assert not emergency and min(d.desired_replicas["a"] for d in ticks) < 8
+        return
+    assert len(emergency) >= 6
+    assert min(d.desired_replicas["a"] for d in emergency) == a_min_in_emergency
+    assert any("during the emergency" in r for d in emergency for r in d.reasons)
+
+
 # -- rules 3 and 4 end to end, and a restart from status at every tick ---------------------
 
 def _incident(tick, restart):
