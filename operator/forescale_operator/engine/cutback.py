@@ -10,6 +10,11 @@
   capacity at that precision.
 - Latency over the target during the cut-back aborts it: back to the
   emergency split (CutbackAborted), phase Emergency.
+- Where A's clock speaks, a device still past the device trigger's line
+  (triggers.py) counts as over the target: the shift and int8 can bring the
+  latency under it while the pods are still slow, and handing traffic back
+  to them then only runs into the abort (or, at the last step, asks for pods
+  at a capacity the slow device does not have).
 - At 100/0: CutbackCompleted, then PrecisionRestored if A was downgraded.
 """
 
@@ -49,16 +54,25 @@ class Health:
     #: a trigger that latency alone does not show (errors, a piling queue) holds
     triggered: bool
     label: str  # e.g. "p99"
+    #: A's device time per unit of work over its clock's, where past the device trigger's line (else None):
+    #: pods still that slow have not recovered, whatever the latency the shift and int8 buy them
+    device_ratio: float | None = None
 
     @property
     def known(self) -> bool:
         return self.latency_ms is not None
 
     def under(self, target: float) -> bool:
-        return self.latency_ms is not None and self.latency_ms <= target and not self.triggered
+        return (self.latency_ms is not None and self.latency_ms <= target and not self.triggered
+                and self.device_ratio is None)
 
     def over(self, target: float) -> bool:
-        return (self.latency_ms is not None and self.latency_ms > target) or self.triggered
+        return (self.latency_ms is not None and self.latency_ms > target) or self.triggered or self.device_ratio is not None
+
+    def text(self) -> str:
+        """`p99 643 ms`, with the device where it is still slow (`; device 2.50x its usual time per unit`)."""
+        lat = f"{self.label} {self.latency_ms:.0f} ms" if self.known else "latency unknown"
+        return lat + (f"; device {self.device_ratio:.2f}x its usual time per unit" if self.device_ratio else "")
 
 
 def advance(
@@ -76,7 +90,7 @@ def advance(
     """Move the incident on by one tick. `p` starts as the persisted stage and is updated in place."""
     target = spec.slo.target_latency_ms
     cut = spec.traffic.cutback
-    lat = f"{health.label} {health.latency_ms:.0f} ms" if health.known else "latency unknown"
+    lat = health.text()
 
     if p.incident in (Phase.EMERGENCY, Phase.RECOVERING):
         if not health.known:
@@ -99,10 +113,10 @@ def advance(
 
     if health.over(target):
         back = min(p.emergency_weight_b, limit.percent)
-        msg = (
-            f"Abort the cut-back at step {p.step} (b {p.weight_b}%): {lat} > SLO {target:.0f} ms; "
-            f"back to b {back}%"
-        )
+        slow_only = health.device_ratio is not None and not (health.known and health.latency_ms > target)
+        why = (f"the device at {health.device_ratio:.2f}x its usual time per unit of work again" if slow_only
+               else f"{lat} > SLO {target:.0f} ms")
+        msg = f"Abort the cut-back at step {p.step} (b {p.weight_b}%): {why}; back to b {back}%"
         p.events.append(Event(Reason.CUTBACK_ABORTED, msg))
         if back != p.weight_b:
             p.actions.append(shift_action(back, msg))

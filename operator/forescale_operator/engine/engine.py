@@ -73,7 +73,7 @@ def decide(
     clock = state.learned.clocks.get("a")
     health = _health(obs, models["a"], clock, precision["a"], target, state.learned.loads, params)
     check = triggers.check(spec, obs, forecast, health, state.learned.queue, state.learned.ratios,
-                           state.learned.burn, now, params)
+                           state.learned.burn, now, params, state.learned.slow)
     missed = health.latency_ms is not None and health.latency_ms > target and not health.explained
     clock = learning.learn_clock(clock, obs, state.learned.last_ready, precision["a"], inc.stage is not None,
                                  missed, params)
@@ -151,6 +151,7 @@ def decide(
         loads=check.loads,
         ratios=check.ratios,
         burn=check.burn,
+        slow=check.slow,
         forecast_spike=spike,
         metrics_unavailable=False,
         contradicted=contradicted,
@@ -256,7 +257,8 @@ def _advance_incident(spec: InferenceSpec, tick: Tick, check: triggers.TriggerCh
             tick.events.append(event)
             tick.weight_b = emergency_weight_b = weight_b
     h = model_a.health
-    health = cutback.Health(triggers.overall_latency(obs), check.beyond_latency, triggers.quantile_label(spec.slo.quantile))
+    health = cutback.Health(triggers.overall_latency(obs), check.beyond_latency, triggers.quantile_label(spec.slo.quantile),
+                            device_ratio=check.slow[-1] if check.slow and check.slow[-1] > 0 else None)
     progress = cutback.advance(
         spec,
         cutback.Progress(inc.stage, tick.weight_b, inc.under_slo_since, inc.cutback_step, inc.cutback_next_at,

@@ -76,6 +76,9 @@ class Learned:
     loads: tuple[float, ...] = ()
     #: share of requests over the SLO at each recent tick, oldest first (burn-rate trigger)
     burn: tuple[float, ...] = ()
+    #: A's device time per unit of work over its clock's at each recent tick, oldest first (0: no clock, or
+    #: within its line): the device trigger's window
+    slow: tuple[float, ...] = ()
     #: the forecast upper latency band was over the trigger line at the last tick
     forecast_spike: bool = False
     metrics_unavailable: bool = False

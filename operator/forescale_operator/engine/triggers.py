@@ -25,6 +25,12 @@ model's capacity (the pods should cope):
   while the pods should have coped (an overload's burn is the overload's).
   It catches a slowdown that keeps the 15 s
   quantile just under the target while 10 s windows go over;
+- device: A's device time per unit of work, against the pods' clock
+  (pod_clock.py), is over `triggerRatio x` its usual (and past the clock's own
+  noise line) at the last `breach_ticks` ticks running, and users are hurt.
+  The one trigger an overload does not excuse: load does not slow a device per
+  unit of work (a bigger batch makes it faster per item), so pods that carry
+  more than the model's capacity and whose device also slowed have changed;
 - errors: the share rejected or failed is over `errorRatePercent`;
 - queue: the total queue depth grew at each of the last `queue_growth_ticks`
   ticks, holds at least `queue_min_depth` requests and more than the model's
@@ -64,7 +70,7 @@ from forescale_predictor.forecast_types import LATENCY_MS, Forecast
 
 from .types import EngineParams, Observations
 
-DEVIATION, BURN, ERRORS, QUEUE, FORECAST = "deviation", "burn", "errors", "queue", "forecast"
+DEVIATION, DEVICE, BURN, ERRORS, QUEUE, FORECAST = "deviation", "device", "burn", "errors", "queue", "forecast"
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,8 @@ class TriggerCheck:
     ratios: tuple[float, ...]
     burn: tuple[float, ...]
     health: Health
+    #: A's device time per unit over its clock's at the last ticks, this one last (0: no clock, or within its line)
+    slow: tuple[float, ...] = ()
     #: latency over the model that the pods' clock put down to load (a reason for status), or None
     load_note: str | None = None
 
@@ -187,6 +195,7 @@ def check(
     burn_history: tuple[float, ...],
     now: float,
     params: EngineParams,
+    slow_history: tuple[float, ...] = (),
 ) -> TriggerCheck:
     """Evaluate every trigger for this tick."""
     target = spec.slo.target_latency_ms
@@ -226,6 +235,20 @@ def check(
         fired.append(Trigger(DEVIATION, (
             f"a {q} {health.latency_ms:.0f} ms > {line:.1f} x the model's {health.predicted_ms:.0f} ms at {load} "
             f"({len(run)} ticks running){health.clock_text()}")))
+    # The device itself, slower per unit of work by the trigger ratio (and past its clock's noise) at the last
+    # `breach_ticks` ticks running, users hurt: the pods changed, whatever the load. An overload excuses latency,
+    # never this: load does not slow a device per unit of work, and a bigger batch makes it faster per item.
+    # Seen on ServeGen m-mid at 10x: a 2.5x slowdown at 95-100% of the model's capacity read 2.50x on the clock
+    # from its second tick, while the load (over 1.0 within the window) excused the latency for 105 s.
+    device_line = max(ratio, health.clock_line)
+    slow_now = health.clock_ratio if health.clock_ratio is not None and health.clock_ratio > device_line else 0.0
+    slow = (slow_history + (slow_now,))[-max(params.breach_ticks, 1):]
+    if (params.breach_ticks and len(slow) == params.breach_ticks and all(x > 0.0 for x in slow) and hurt):
+        fired.append(Trigger(DEVICE, (
+            f"the device at {slow_now:.2f}x its usual time per unit of work (> {device_line:.2f}x) for {len(slow)} "
+            f"ticks running; a {q} {health.latency_ms:.0f} ms at "
+            + (f"{health.per_pod_rps:.1f} rps per pod (the model's capacity {health.capacity_rps:.1f})"
+               if health.per_pod_rps is not None else "no load measured"))))
     # Worse than the model by more than its typical noise (one sigma of its log residual): a p99 of
     # LLM requests (sigma ~0.5) is 10% over its prediction by chance at every other tick.
     if params.burn_rate and burning and pods and not draining and health.ratio > math.exp(health.sigma):
@@ -271,4 +294,4 @@ def check(
         note = (f"A's {q} {health.latency_ms:.0f} ms is {health.ratio:.1f}x the model's {health.predicted_ms:.0f} ms at "
                 f"{load}, but the device runs at {health.clock_ratio:.2f}x its usual time per unit (within "
                 f"{health.clock_line:.2f}x): load, answered by pods and B's reserve, not the playbook")
-    return TriggerCheck(tuple(fired), queue, health.loads, ratios, burn, health, note)
+    return TriggerCheck(tuple(fired), queue, health.loads, ratios, burn, health, slow=slow, load_note=note)

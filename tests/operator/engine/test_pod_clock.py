@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 import math
 import random
@@ -10,6 +12,7 @@ import pytest
 
 from forescale_operator.engine import EngineState
 from forescale_operator.engine.pod_clock import MIN_SAMPLES, PodClock
+from forescale_operator.phase import Phase
 from forescale_operator.reasons import Reason
 
 from conftest import PARAMS
@@ -173,3 +176,63 @@ def test_status_shows_the_clock_with_its_numbers(tick):
     assert clock["samples"] >= MIN_SAMPLES and clock["msPerUnit"] > 0 and clock["msPerItem"] > 0
     assert "clock" not in d.models["b"]
     assert "clock" not in Scenario(tick).at(healthy_ms(37.5)).models["a"]  # pods that report no device time
+
+
+@pytest.mark.parametrize("factor, latency, slow_ticks, starts", [
+    (2.5, 800.0, 3, True),    # an overload that also slowed the device: the pods changed, the load does not excuse it
+    (1.0, 800.0, 3, False),   # an overload at the device's usual speed: answered by pods and B, not the playbook
+    (1.5, 800.0, 3, False),   # slower, but under the trigger ratio (2x): left to the latency triggers
+    (2.5, 150.0, 3, False),   # the device slower but users not hurt (under the 200 ms target, no budget burned)
+    (2.5, 800.0, 1, False),   # one slow tick, then the usual speed: a tick is no trend
+])
+def test_a_device_slower_by_the_trigger_ratio_starts_the_playbook_even_in_an_overload(tick, factor, latency, slow_ticks,
+                                                                                      starts):
+    s = Scenario(tick)
+    _warm(s)
+    per_pod = 150.0  # far past the model's capacity: the load alone explains any latency
+    ds = [s.at(latency, rate=8 * per_pod, a_extra=_clocked(per_pod, factor if i < slow_ticks else 1.0))
+          for i in range(3)]
+    if latency > 200.0:  # (under the target a tick past the capacity counts as carried)
+        assert ds[0].state.learned.loads[-1] > 1.0, "the case must be an overload by the model"
+    started = [d for d in ds if Reason.EMERGENCY_STARTED in reasons(d)]
+    assert bool(started) == starts
+    if starts:
+        message = started[0].events[0].message
+        assert re.search(r"the device at 2\.[4-6]\dx its usual time per unit of work \(> 2\.00x\) for 2 ticks running", message)
+
+
+def _device_incident(s: Scenario) -> None:
+    """Warm, then a 2.5x slower device with users hurt until the playbook starts."""
+    _warm(s)
+    for _ in range(3):
+        d = s.at(healthy_ms(37.5) * 3.0, rate=300.0, over=0.05, a_extra=_clocked(37.5, 2.5))
+        if Reason.EMERGENCY_STARTED in reasons(d):
+            return
+    raise AssertionError("the playbook did not start")
+
+
+def test_no_recovery_while_the_device_is_still_slow(tick):
+    """The shift and int8 bring latency under the target while the pods are still 2.5x slow: the incident holds
+    until the device is back, then recovers and cuts back as before."""
+    s = Scenario(tick)
+    _device_incident(s)
+    slow = [s.at(healthy_ms(37.5), rate=300.0, a_extra=_clocked(37.5, 2.5)) for _ in range(12)]
+    assert {d.phase for d in slow} == {Phase.EMERGENCY}
+    assert not any(Reason.RECOVERED in reasons(d) for d in slow)
+    back = [s.at(healthy_ms(37.5), rate=300.0, a_extra=_clocked(37.5)) for _ in range(12)]
+    assert back[0].phase is Phase.RECOVERING
+    assert any(Reason.RECOVERED in reasons(d) for d in back)
+
+
+def test_a_device_slow_again_aborts_the_cut_back_and_says_so(tick):
+    s = Scenario(tick)
+    _device_incident(s)
+    for _ in range(20):
+        d = s.at(healthy_ms(37.5), rate=300.0, a_extra=_clocked(37.5))
+        if d.phase is Phase.CUTTING_BACK:
+            break
+    assert d.phase is Phase.CUTTING_BACK
+    d = s.at(healthy_ms(37.5), rate=300.0, a_extra=_clocked(37.5, 2.5))
+    assert Reason.CUTBACK_ABORTED in reasons(d) and d.phase is Phase.EMERGENCY
+    message = next(e.message for e in d.events if e.reason is Reason.CUTBACK_ABORTED)
+    assert re.search(r"the device at 2\.[4-6]\dx its usual time per unit of work again", message)
