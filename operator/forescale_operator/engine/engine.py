@@ -117,20 +117,22 @@ def decide(
     cap_a = models["a"].capacity(target, params.speed(prec_a), health=h)
     weights = {"a": 100 - tick.weight_b, "b": tick.weight_b}
     share_a = weights["a"]
-    size_cap_a = cap_a
+    size_prec_a = prec_a
     if tick.incident.stage in (Phase.RECOVERING, Phase.CUTTING_BACK):
         # A's pods must be ready before the next step needs them; the last step restores the template precision.
         share_a = min(100, weights["a"] + spec.traffic.cutback.step_percent)
-        if share_a >= 100:
-            size_cap_a = min(cap_a, models["a"].capacity(target, params.speed(spec.a.precision), health=h))
+        if share_a >= 100 and params.speed(spec.a.precision) < params.speed(prec_a):
+            size_prec_a = spec.a.precision
     elif tick.incident.overload:
         share_a = 100  # the overload shift is A's until its pods are ready
+    size_cap_a = _sizing_capacity(models["a"], "a", target, size_prec_a, h, tick, params)
     startup_a = startup["a"] if startup["a"] is not None else params.default_startup_seconds
     dem = sizing.demand(forecast, playbook.total_rate(obs), now, startup_a)
-    desired, saturated, learned_history = _size(spec, state, obs, dem, forecast, share_a, size_cap_a, cap_b,
+    size_cap_b = _sizing_capacity(models["b"], "b", target, spec.b.precision, 1.0, tick, params)
+    desired, saturated, learned_history = _size(spec, state, obs, dem, forecast, share_a, size_cap_a, size_cap_b,
                                                 weights, tick, now, params)
     capacity_rps = {"a": cap_a, "b": cap_b}
-    sizing_a = (size_cap_a, spec.a.precision) if size_cap_a != cap_a else None
+    sizing_a = (size_cap_a, size_prec_a) if size_cap_a != cap_a else None
     tick.events += scale_events(spec, state.learned.last_desired, obs, desired, dem, capacity_rps, prec_a, params,
                                 share_a, sizing_a)
     for pool in ("a", "b"):
@@ -282,6 +284,20 @@ def _advance_incident(spec: InferenceSpec, tick: Tick, check: triggers.TriggerCh
                             cutback_step=progress.step, cutback_next_at=progress.next_at,
                             runtime_precision_a=progress.runtime_precision_a,
                             emergency_weight_b=progress.emergency_weight_b)
+
+
+def _sizing_capacity(model: PoolModel, pool: str, target: float, precision: str, health: float,
+                     tick: Tick, params: EngineParams) -> float:
+    """The per-pod rate to size a pool for: its capacity at the target, or where no count of pods
+    meets the target at this health and precision, at the latency the pods can still give
+    (`PoolModel.sizing_target`), said in a reason."""
+    speed = params.speed(precision)
+    sized_for = model.sizing_target(target, speed, health)
+    if sized_for != target:
+        tick.reasons.append(
+            f"no count of {pool}'s pods meets {target:.0f} ms: an unloaded pod takes {model.floor_ms(speed, health):.0f} ms "
+            f"(health {health:.2f}, {precision}); sized for {sized_for:.0f} ms, twice that")
+    return model.capacity(sized_for, speed, health)
 
 
 def _size(spec: InferenceSpec, state: EngineState, obs: Observations, dem: sizing.Demand | None,

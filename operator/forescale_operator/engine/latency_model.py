@@ -78,6 +78,12 @@ MAX_RELATIVE_SIGMA = PRIOR_L0_SIGMA
 #: noisy encoder samples in our checks (x0 and 1/mu to 0, x1 unbounded) within a
 #: few hundred samples; until it is made stable, W = L0 (the M/M/1 curve).
 X1_LEARNED = False
+#: where even an unloaded pod misses the target (a slow enough health, or a precision), no count of
+#: pods meets it and `capacity` is 0; pods still shorten the queue. Size them to run where the curve's
+#: latency is this many times its floor: 2 is M/M/1 at 50% utilisation, the wait as long as the service
+#: itself, past which each pod more buys less than the one before. (Sizing at capacity 0 asked for
+#: maxReplicas: on the Mooncake replay a cut-back at a 2.5x slow device went to 100 pods for nothing.)
+UNREACHABLE_TARGET_FACTOR = 2.0
 
 
 @dataclass(frozen=True)
@@ -185,6 +191,16 @@ class PoolModel:
         # The evidence is at the reference (healthy, fp16); another precision or health moves
         # the capacity as the curve says, scaled down by the same share the evidence bounds it.
         return self._curve_capacity(target_ms, speed, self.health if health is None else health) * self._evidence_share()
+
+    def floor_ms(self, speed: float = 1.0, health: float | None = None) -> float:
+        """The latency of an unloaded pod at this precision and health."""
+        return self._scaled(speed, health)[0]
+
+    def sizing_target(self, target_ms: float, speed: float = 1.0, health: float | None = None) -> float:
+        """The latency to size for: the target, or where an unloaded pod already misses it,
+        `UNREACHABLE_TARGET_FACTOR` x the unloaded latency (see there)."""
+        floor = self.floor_ms(speed, health)
+        return target_ms if floor < target_ms else UNREACHABLE_TARGET_FACTOR * floor
 
     def _evidence_share(self) -> float:
         """min(1, evidence / the curve's own capacity at the target the prior was taken at)."""

@@ -86,6 +86,22 @@ def test_a_precision_scales_the_service_time(speed):
     assert model.latency_ms(0.0, speed) == pytest.approx(model.l0_ms / speed)
 
 
+@pytest.mark.parametrize("health, sized_for", [
+    (1.0, TARGET),  # an unloaded pod takes 50 ms: the target
+    (3.9, TARGET),  # 195 ms unloaded: the target is still reachable, just
+    (4.0, 400.0),   # 200 ms unloaded: no count of pods meets 200 ms; twice the floor
+    (6.0, 600.0),
+])
+def test_where_no_count_of_pods_meets_the_target_the_pods_are_sized_for_twice_their_floor(health, sized_for):
+    model = PoolModel.prior(50.0, TARGET)
+    assert model.sizing_target(TARGET, health=health) == pytest.approx(sized_for)
+    cap = model.capacity(sized_for, health=health)
+    assert 0 < cap < math.inf
+    # M/M/1 at the floor's double: half the pods' saturation rate at this health
+    if sized_for != TARGET:
+        assert cap == pytest.approx(model.mu_rps / health / 2, rel=1e-6)
+
+
 def test_an_outlier_is_gated_and_steps_are_bounded():
     model, mp = PoolModel.prior(50.0, TARGET), ModelParams()
     gated, learned = model.learn(20.0, 5_000.0, 1.0, mp, TARGET)
@@ -313,6 +329,20 @@ def test_an_emergency_never_shrinks_a(tick, latency, a_min_in_emergency):
     assert len(emergency) >= 6
     assert min(d.desired_replicas["a"] for d in emergency) == a_min_in_emergency
     assert any("during the emergency" in r for d in emergency for r in d.reasons)
+
+
+def test_pods_too_slow_for_any_count_to_meet_the_target_are_not_sized_to_the_maximum(tick):
+    """A slowdown past what any count of pods can answer (an unloaded pod over the target): sizing at a
+    capacity of 0 asked for maxReplicas; the pods are sized for twice their floor instead, and a reason says so."""
+    s = Scenario(tick, spec=build_spec(emergency={"precisionFallback": False}))  # A stays at fp16
+    s.warm()
+    ticks = [s.at(8000.0, rate=60.0) for _ in range(12)]  # health ~4.6: an unloaded pod 230 ms
+    assert all(d.phase is Phase.EMERGENCY for d in ticks[1:])
+    last = ticks[-1]
+    assert last.capacity_rps["a"] == 0.0  # at the target, honestly none
+    # ~45 rps for A at mu / h / 2 ~ 7 rps per pod: held at its 8 (sized at 0: the scale-up bound, 16, every tick)
+    assert max(d.desired_replicas["a"] for d in ticks[4:]) <= 10
+    assert any("no count of a's pods meets 200 ms" in r and "twice that" in r for r in last.reasons)
 
 
 # -- rules 3 and 4 end to end, and a restart from status at every tick ---------------------
