@@ -64,7 +64,7 @@ class ObjectWrites:
             if isinstance(body, Mapping):
                 store.check_version(old, body)
             candidate = store.patched(old, body, content_type)
-        new = self._admit(res, store.apply_change(res, old, candidate, subresource, self._rv + 1))
+        new = self._admit(res, store.apply_change(res, old, candidate, subresource, self._rv + 1), old)
         self._next_rv()
         if res.kind == "Deployment" and self.ready_deployments and subresource != "status":
             store.emulate_deployment_status(new)
@@ -76,13 +76,13 @@ class ObjectWrites:
         await self._record(res, "MODIFIED", new)
         return new
 
-    def _admit(self, res: ServedResource, obj: dict[str, Any]) -> dict[str, Any]:
-        """Default and validate a custom resource against its CRD's schema and CEL rules, a built-in kind
-        against its official schema (422 when invalid)."""
+    def _admit(self, res: ServedResource, obj: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Default and validate a custom resource against its CRD's schema and CEL rules (ratcheted against
+        `old`, the stored object, on an update), a built-in kind against its official schema (422 when invalid)."""
         if res.schema is None:
             defaulted, errors = obj, builtin_validation.builtin_errors(res.kind, obj)
         else:
-            defaulted, errors = crd_validation.validate(obj, res.schema)
+            defaulted, errors = crd_validation.validate(obj, res.schema, old)
         if errors:
             name = obj.get("metadata", {}).get("name", "")
             raise store.ApiError(422, f'{res.kind}.{res.group} "{name}" is invalid: ' + "; ".join(errors), "Invalid",
