@@ -37,6 +37,14 @@ class PoolPods:
         """The pod's name and restart count: what a runtime setting applied through the admin API belongs to."""
         return f"{name}#{self.restarts.get(name, 0)}"
 
+    def precision_shown(self, switched: Mapping[str, str], runtime: str | None, template: str) -> str:
+        """The precision the pool's ready pods run, as far as the admin calls made tell: `runtime` once every
+        ready incarnation took it, else `template`, which a pod (re)started since comes back at. A server
+        killed and restarted between two ticks never shows in the ready count, only in its restart count."""
+        if runtime is None or all(switched.get(self.incarnation(n)) == runtime for n in self.endpoints):
+            return runtime or template
+        return template
+
 
 def split_pools(pods: list[Mapping[str, Any]]) -> dict[str, PoolPods]:
     out = {}

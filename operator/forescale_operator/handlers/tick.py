@@ -132,7 +132,9 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     await executor.report_pod_problems()
     observations = build_observations(
         reading.sample,
-        PoolState(seen.a.desired, seen.a.ready, state.incident.runtime_precision_a or spec.a.precision,
+        # A's precision as its pods show it, so that one restarted at its template's is switched again (engine).
+        PoolState(seen.a.desired, seen.a.ready,
+                  pods["a"].precision_shown(memory.switched, state.incident.runtime_precision_a, spec.a.precision),
                   pods["a"].startup_seconds),
         PoolState(seen.b.desired, seen.b.ready, spec.b.precision, pods["b"].startup_seconds),
     )
