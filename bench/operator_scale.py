@@ -276,6 +276,11 @@ def share_at_most(rows: list[tuple[float, float]], bound: float) -> float:
     return hit / total if total else float("nan")
 
 
+def _key(obj: dict) -> tuple:
+    """An object's identity in the emulated API (namespace, name): an Event's name is unique per namespace."""
+    return obj["metadata"].get("namespace"), obj["metadata"]["name"]
+
+
 def prometheus_queries(prom_url: str) -> float:
     """Instant queries Prometheus has answered since it started (its own counter)."""
     metrics = scrape(prom_url + "/metrics")
@@ -511,6 +516,7 @@ def run(args: argparse.Namespace) -> dict:
             before = None
             problem(f"the operator's /metrics before the window: {exc}")
         requests0, log0 = len(api.request_log), file_size(log_path)
+        events0 = {_key(e) for e in api.objects("events")}
         cpu0, t0 = cpu_seconds(operator.pid), time.monotonic()
         try:
             q0 = prometheus_queries(prom.url)
@@ -536,6 +542,9 @@ def run(args: argparse.Namespace) -> dict:
         result["api_requests"] = len(made)
         result["api_requests_by_kind"] = dict(Counter(
             f"{r.verb} {r.resource}{'/' + r.subresource if r.subresource else ''}" for r in made).most_common())
+        # What the events of the window say (each one is a request): which of the engine's reasons cost the most.
+        result["events_by_reason"] = dict(Counter(
+            e.get("reason") for e in api.objects("events") if _key(e) not in events0).most_common())
         try:
             q1 = prometheus_queries(prom.url)
         except ScrapeFailed as exc:
@@ -682,6 +691,7 @@ def report(r: dict) -> None:
         ("Prometheus queries per 15 s", f"{r.get('prometheus_queries_per_15s', nan):.1f}"),
         ("API requests in the window", f"{r.get('api_requests', nan):.0f}: "
          + ", ".join(f"{k} {v}" for k, v in list((r.get("api_requests_by_kind") or {}).items())[:6])),
+        ("events in the window by reason", ", ".join(f"{k} {v}" for k, v in list((r.get("events_by_reason") or {}).items())[:8]) or "-"),
         ("CPU share of the rest", ", ".join(f"{k} {v:.2f}" for k, v in (r.get("cpu_share_others") or {}).items())),
         ("forecast model in status", ", ".join(f"{k}: {v}" for k, v in sorted((r.get("forecast_models") or {}).items()))),
     ]

@@ -4,6 +4,14 @@
 merge patch, and is written with one PATCH to `/status` (`write_status`).
 Conditions are typed (`ConditionType`), start as Unknown, and keep their
 lastTransitionTime unless their status flips.
+
+Some fields change on every tick that reads metrics: the engine's learned
+state, the forecast, the decision's one-line summary, each pool's fitted
+capacity and model, a condition's message with its numbers. Those are
+`REFRESHED`: the tick writes them with anything else that changed, and
+otherwise at most every few steps (`pressing` tells the two apart), so a
+steady resource costs the API server a PATCH every few ticks, not one per
+tick, the way kube-controller-manager's HPA writes status only on a change.
 """
 
 from __future__ import annotations
@@ -20,8 +28,19 @@ from .reasons import ConditionReason, ConditionType
 from .weights import Weights
 
 
+#: top-level fields refreshed rather than written on every change (their first value is written at once)
+REFRESHED = frozenset({"engine", "forecast", "lastDecision"})
+#: a pool's fields refreshed likewise: what the engine has fitted, not what runs
+REFRESHED_IN_POOL = frozenset({"capacityRps", "model"})
+
+
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _standing(condition: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    """What of a condition is pressing when it changes: not its message, whose numbers move every tick."""
+    return condition.get("status"), condition.get("reason"), condition.get("observedGeneration")
 
 
 def _tristate(value: bool | None) -> str:
@@ -133,6 +152,31 @@ class StatusUpdate:
         back = StatusUpdate(written, self._generation)
         back._patch = {key: copy.deepcopy(self._current.get(key)) for key in self._patch}
         return back
+
+    def value(self, key: str) -> Any:
+        """A top-level field as the object will have it once this update is written."""
+        return self._patch[key] if key in self._patch else self._current.get(key)
+
+    @property
+    def pressing(self) -> bool:
+        """Whether the patch changes anything but refreshed values: the phase, replicas, weights, the incident, a
+        condition's status, reason or observed generation (a new spec), the Preview section, or any field's first
+        value.
+
+        Why these go out on the tick they change: an SRE, `kubectl get` and a restarted operator act on them.
+        The rest can wait for the next refresh; a restart loses at most that much of the learned state.
+        """
+        for key, value in self._patch.items():
+            if key == "pools":
+                if any(self._pool_pressing(pool, fields) for pool, fields in value.items()):
+                    return True
+            elif key not in REFRESHED or self._current.get(key) is None:
+                return True
+        return any(_standing(c) != _standing(self._original.get(t) or {}) for t, c in self._conditions.items())
+
+    def _pool_pressing(self, pool: str, fields: Mapping[str, Any]) -> bool:
+        old = (self._current.get("pools") or {}).get(pool) or {}
+        return any(k not in REFRESHED_IN_POOL or old.get(k) is None for k in fields)
 
     @property
     def patch(self) -> dict[str, Any]:

@@ -88,3 +88,49 @@ def test_a_condition_set_twice_in_one_update_ending_as_it_was_is_not_written():
     flips.condition(ConditionType.READY, True, "PoolsReady", "a 2/2 ready")
     ready = next(c for c in flips.patch["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "True" and ready["lastTransitionTime"] != "2020-01-01T00:00:00Z"
+
+
+_STEADY = {
+    "phase": "Stable", "engine": '{"v":1}', "forecast": {"peakRate": 40.0, "model": "lstm"}, "lastDecision": "Stable",
+    "weights": {"a": 100, "b": 0},
+    "pools": {"a": {"desiredReplicas": 2, "readyReplicas": 2, "summary": "2/2", "capacityRps": 20.0,
+                    "model": {"health": 1.0}}},
+    "conditions": [{"type": t.value, "status": "True", "reason": "Seen", "message": "p99 40 ms",
+                    "lastTransitionTime": "2020-01-01T00:00:00Z", "observedGeneration": 3} for t in ConditionType],
+}
+
+
+@pytest.mark.parametrize("change, pressing", [
+    pytest.param(lambda u: None, False, id="nothing"),
+    pytest.param(lambda u: u.engine_state({"v": 2}), False, id="learned-state"),
+    pytest.param(lambda u: u.forecast(peakRate=41.0), False, id="forecast-numbers"),
+    pytest.param(lambda u: u.last_decision("Stable, 41 rps"), False, id="summary"),
+    pytest.param(lambda u: u.pool("a", capacity_rps=21.0, model={"health": 1.1}), False, id="fitted-model"),
+    pytest.param(lambda u: u.condition(ConditionType.READY, True, "Seen", "p99 41 ms"), False, id="condition-message"),
+    pytest.param(lambda u: u.condition(ConditionType.READY, False, "Seen", "p99 41 ms"), True, id="condition-status"),
+    pytest.param(lambda u: u.condition(ConditionType.READY, True, "Other", "p99 40 ms"), True, id="condition-reason"),
+    pytest.param(lambda u: u.phase(Phase.SCALING), True, id="phase"),
+    pytest.param(lambda u: u.pool("a", desired=3), True, id="replicas"),
+    pytest.param(lambda u: u.pool("b", capacity_rps=5.0), True, id="a-pool's-first-value"),
+    pytest.param(lambda u: u.weights(Weights(70, 30)), True, id="weights"),
+    pytest.param(lambda u: u.cutback(1, None), True, id="cutback-step"),
+    pytest.param(lambda u: u.preview({"weights": {"a": 100, "b": 0}}), True, id="preview"),
+])
+def test_only_what_an_sre_or_a_restart_needs_now_is_pressing(change, pressing):
+    update = StatusUpdate(_STEADY, generation=3)
+    change(update)
+    assert update.pressing is pressing
+
+
+@pytest.mark.parametrize("field", ["engine", "forecast", "lastDecision"])
+def test_a_refreshed_fields_first_value_is_pressing(field):
+    update = StatusUpdate({k: v for k, v in _STEADY.items() if k != field}, generation=3)
+    {"engine": lambda: update.engine_state({"v": 1}), "forecast": lambda: update.forecast(peakRate=1.0),
+     "lastDecision": lambda: update.last_decision("Stable")}[field]()
+    assert update.pressing
+
+
+def test_a_new_generation_is_pressing_through_the_conditions():
+    update = StatusUpdate(_STEADY, generation=4)
+    update.condition(ConditionType.READY, True, "Seen", "p99 40 ms")
+    assert update.pressing and update.value("phase") == "Stable"

@@ -1,7 +1,8 @@
 """What the loop remembers about one resource in memory (not in status: it may be lost on restart).
 
 The metric history the forecaster reads, the clocks at the last tick (to tell
-a wall-clock jump from time passing), recent decisions (for the incident
+a wall-clock jump from time passing), the engine's state since status last
+had it written (status.py refreshes it every few steps), recent decisions (for the incident
 snapshot), the A pods already switched to the runtime precision, pod problems
 and a bad annotation already reported, and past forecasts, scored against
 what happened to give `status.forecast.recentErrorMs` and `bandCoverage`.
@@ -14,6 +15,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engine.state import EngineState
 from ..readings import HistoryBuffer
 from .clock_jumps import ClockWatch
 
@@ -37,6 +39,23 @@ class ResourceMemory:
     acting: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: the bad forescale.io/capacity-rps value already reported with a Warning event (None: none reported)
     reported_annotation: str | None = None
+    #: the engine's state after the last tick, newer than `status.engine` while that is still `state_over`
+    state: EngineState | None = None
+    state_over: str | None = None
+    #: when the tick last wrote status (or found nothing to write): refreshed fields wait until a refresh is due
+    status_written_at: float | None = None
+
+    def keep(self, state: EngineState, over: str | None) -> None:
+        """The state the next tick starts from, as long as status still holds `over` (the engine JSON it supersedes)."""
+        self.state, self.state_over = state, over
+
+    def kept_state(self, in_status: Any) -> EngineState | None:
+        """The kept state, unless status has changed under it (another operator replica, an undone write-ahead, a
+        hand edit): then status is the truth."""
+        return self.state if self.state is not None and in_status == self.state_over else None
+
+    def refresh_due(self, now: float, interval: float) -> bool:
+        return self.status_written_at is None or now - self.status_written_at >= interval
 
     def remember_forecast(self, target_time: float, median: float, upper: float) -> None:
         self.pending.append((target_time, median, upper))

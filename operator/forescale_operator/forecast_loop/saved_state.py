@@ -1,7 +1,10 @@
 """The engine's state as the tick starts from it: read back from status, with the wall clock's jumps taken out.
 
 The engine is pure; what it remembers between ticks lives in
-`status.engine` (compact JSON, engine/state.py). A state that cannot be read
+`status.engine` (compact JSON, engine/state.py), written at most every few
+steps unless something pressing changed (status.py): between writes the
+operator starts from the state it kept in memory, as long as status still
+holds what that state superseded. A state that cannot be read
 (hand-edited, or from a newer operator) is logged and started afresh rather
 than stopping the loop. Times are then moved by a wall-clock jump since the
 last tick, and bounded after a restart (clock_jumps.py).
@@ -24,12 +27,15 @@ logger = logging.getLogger(__name__)
 def load_state(status: Mapping[str, Any], owner: Owner, memory: ResourceMemory, *, now: float, mono: float,
                cutback_interval_s: float) -> EngineState:
     """The state saved in `status.engine`, moved by the wall clock's jump since the last tick and bounded to `now`."""
-    try:
-        raw = status.get("engine")
-        state = EngineState.from_status(json.loads(raw) if isinstance(raw, str) and raw else None)
-    except (StateError, ValueError) as exc:
-        logger.warning("%s/%s: unreadable engine state in status (%s); starting afresh", owner.namespace, owner.name, exc)
-        state = EngineState()
+    raw = status.get("engine")
+    state = memory.kept_state(raw)
+    if state is None:
+        try:
+            state = EngineState.from_status(json.loads(raw) if isinstance(raw, str) and raw else None)
+        except (StateError, ValueError) as exc:
+            logger.warning("%s/%s: unreadable engine state in status (%s); starting afresh", owner.namespace,
+                           owner.name, exc)
+            state = EngineState()
     jumped = memory.clock.jump(now, mono)
     if jumped:
         logger.warning("%s/%s: the wall clock jumped %+.0f s; the incident's times move with it", owner.namespace,

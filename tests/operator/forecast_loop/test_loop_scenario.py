@@ -21,7 +21,7 @@ from forescale_operator.forecast_loop.forecaster import PredictorForecastSource
 from forescale_operator.forecast_loop.loop import ForecastLoop
 from forescale_operator.handlers.deps import HandlerDeps
 from forescale_operator.handlers.reconcile import reconcile
-from forescale_operator.handlers.tick import TickContext, TickDeps, tick
+from forescale_operator.handlers.tick import STATUS_REFRESH_STEPS, TickContext, TickDeps, tick
 from forescale_operator.readings.base import MetricSample, PoolSample
 from forescale_operator.telemetry import OperatorMetrics
 from forescale_predictor import make_baseline
@@ -258,7 +258,7 @@ async def test_status_shows_each_pools_fitted_latency_model(cluster, api, exampl
     run, source, events, clock, _ = loop
     await reconcile(cluster.put(_spec_body(example)), HandlerDeps(api=api, actuators=Actuators(api), events=events))
     source.rate = 10.0
-    for _ in range(3):
+    for _ in range(2 + STATUS_REFRESH_STEPS):  # the fitted model is refreshed, not written every tick
         await run()
     model = _status(cluster)["pools"]["a"]["model"]
     assert set(model) == {"l0Ms", "muRps", "capacityRps", "health", "samples", "outliers", "priorRps", "provenRps"}
@@ -308,3 +308,72 @@ async def test_a_tick_records_the_wall_time_of_each_of_its_steps(cluster, api, e
     await run()
     after = counts()
     assert {s: after[s] - before[s] for s in TICK_STEPS} == {s: 1.0 for s in TICK_STEPS}
+
+
+class CountingApi:
+    """The emulated API, counting the status PATCHes the ticks make."""
+
+    def __init__(self, api) -> None:
+        self._api, self.status_patches = api, 0
+
+    def __getattr__(self, name):
+        return getattr(self._api, name)
+
+    async def patch(self, resource, namespace, name, body, subresource=None, **kwargs):
+        if subresource == "status":
+            self.status_patches += 1
+        return await self._api.patch(resource, namespace, name, body, subresource=subresource, **kwargs)
+
+
+async def test_a_steady_resource_writes_status_every_few_steps_and_learns_in_between(cluster, api, example):
+    """Learned state and forecasts are refreshed every STATUS_REFRESH_STEPS steps; the engine keeps learning from
+    memory in between, so what status shows after a refresh is every tick's learning, not the last write's."""
+    clock, source, counting = Clock(), ScriptedSource(), CountingApi(api)
+    deps = TickDeps(api=counting, actuators=Actuators(api), events=RecordingEvents(), loop=_loop(clock, source))
+    await reconcile(cluster.put(_spec_body(example)), HandlerDeps(api=api, actuators=Actuators(api), events=deps.events))
+    source.rate = 10.0
+
+    async def run():
+        clock.t += 5.0
+        await tick(TickContext(copy.deepcopy(cluster.get("inferencedeployments", "default", "chat"))), deps)
+
+    for _ in range(8):  # settle: the first values of every field are written at once
+        await run()
+    counting.status_patches = 0
+    samples_before = _status(cluster)["pools"]["a"]["model"]["samples"]
+    ticks = 4 * STATUS_REFRESH_STEPS
+    for _ in range(ticks):
+        await run()
+    assert counting.status_patches == ticks // STATUS_REFRESH_STEPS
+    # every tick learned (a sample each), though status was written once in four
+    assert _status(cluster)["pools"]["a"]["model"]["samples"] >= samples_before + ticks - STATUS_REFRESH_STEPS
+
+
+async def test_a_pressing_change_is_written_on_its_tick(cluster, api, example, loop):
+    """An incident is never deferred: the tick that starts it writes phase, weights and the engine's incident."""
+    run, source, events, clock, _ = loop
+    await reconcile(cluster.put(_spec_body(example)), HandlerDeps(api=api, actuators=Actuators(api), events=events))
+    for _ in range(6):
+        await run()
+    source.latency_ms = 450.0
+    while "EmergencyStarted" not in events.reasons:
+        await run()
+    status = _status(cluster)
+    assert status["phase"] == "Emergency" and status["weights"] == {"a": 70, "b": 30}
+    assert json.loads(status["engine"])["incident"]["stage"] == "Emergency"
+
+
+async def test_status_changed_under_the_kept_state_is_read_back(cluster, api, example, loop):
+    """Another replica (or a hand edit) wrote status.engine since this operator kept its state: status wins."""
+    run, source, events, clock, _ = loop
+    await reconcile(cluster.put(_spec_body(example)), HandlerDeps(api=api, actuators=Actuators(api), events=events))
+    for _ in range(6):
+        await run()
+    body = cluster.get("inferencedeployments", "default", "chat")
+    engine = json.loads(body["status"]["engine"])
+    engine["learned"]["models"]["a"]["priorRps"] = 77.0  # what the other writer learned
+    body["status"]["engine"] = json.dumps(engine, sort_keys=True, separators=(",", ":"))
+    cluster.put(body)
+    for _ in range(1 + STATUS_REFRESH_STEPS):
+        await run()
+    assert json.loads(_status(cluster)["engine"])["learned"]["models"]["a"]["priorRps"] == pytest.approx(77.0)
