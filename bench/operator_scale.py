@@ -416,6 +416,10 @@ def operator_figures(result: dict, before: dict[str, float], after: dict[str, fl
     result["tick_lag_p50_s"], result["tick_lag_p99_s"] = quantile(lag, 0.5), quantile(lag, 0.99)
     result["tick_lag_share_le_1s"] = share_at_most(lag, 1.0)
     result["tick_duration_p50_s"], result["tick_duration_p99_s"] = quantile(duration, 0.5), quantile(duration, 0.99)
+    # Why status was written: a pressing change (the engine acted, a condition flipped) or the periodic refresh.
+    result["status_writes_by_cause"] = {
+        cause: after.get(f'forescale_operator_status_writes_total{{cause="{cause}"}}', 0)
+        - before.get(f'forescale_operator_status_writes_total{{cause="{cause}"}}', 0) for cause in ("pressing", "refresh")}
     # Where the tick's wall time went, by step (handlers/tick.py): a late tick's wait has a name.
     steps = labelled_histograms(before, after, "forescale_operator_tick_step_seconds", "step")
     result["tick_step_seconds"] = {step: {"p50": quantile(rows, 0.5), "p99": quantile(rows, 0.99),
@@ -637,7 +641,7 @@ def goals(r: dict) -> list[tuple[str, str, str, str, str]]:
     top = ", ".join(f"{k} {v / max(ticks or 1, 1):.2f}" for k, v in list(kinds.items())[:4])
     row("API requests per tick (every request the API answered / ticks run)", per_tick,
         f"{per_tick:.2f}" if per_tick is not None else "", "<= 1", per_tick is not None and per_tick <= GOAL_API_PER_TICK,
-        f"per tick: {top}")
+        f"per tick: {top}" + status_causes(r, ticks))
     p99 = r.get("decision_p99_s")
     row("decision time (engine + forecast, thread CPU) p99", p99, f"{p99 * 1000:.2f} ms" if p99 is not None else "",
         "< 5 ms", p99 is not None and p99 < GOAL_DECISION_P99,
@@ -650,6 +654,14 @@ def goals(r: dict) -> list[tuple[str, str, str, str, str]]:
     row("operator CPU over the window", cpu, f"{cpu:.2f} core" if cpu is not None else "", "< 1 core",
         cpu is not None and cpu < GOAL_CPU, "")
     return rows
+
+
+def status_causes(r: dict, ticks: float | None) -> str:
+    """'; status PATCHes per tick by cause: pressing 0.30, refresh 0.25', or '' from an operator without the counter."""
+    causes = r.get("status_writes_by_cause") or {}
+    if not any(causes.values()):
+        return ""
+    return "; status PATCHes per tick by cause: " + ", ".join(f"{k} {v / max(ticks or 1, 1):.2f}" for k, v in causes.items())
 
 
 def slowest_step(r: dict) -> str:

@@ -43,6 +43,17 @@ def _standing(condition: Mapping[str, Any]) -> tuple[Any, Any, Any]:
     return condition.get("status"), condition.get("reason"), condition.get("observedGeneration")
 
 
+def _merged(patch: Mapping[str, Any], old: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """`patch` with `values` set over it: a value equal to the object's (`old`) is no change and leaves the patch."""
+    out = dict(patch)
+    for key, value in values.items():
+        if old.get(key) != value:
+            out[key] = value
+        else:
+            out.pop(key, None)
+    return out
+
+
 def _tristate(value: bool | None) -> str:
     return "Unknown" if value is None else ("True" if value else "False")
 
@@ -64,15 +75,20 @@ class StatusUpdate:
                                                  "reason": ConditionReason.NOT_OBSERVED.value,
                                                  "message": "not observed yet", "lastTransitionTime": _now()}
 
+    # The last setter wins: the tick sets some fields twice (weights and replicas from what it observed, then from
+    # what the engine decided), and a value set back to what the object holds is no change, not the earlier value.
     def _set(self, key: str, value: Any) -> None:
         if self._current.get(key) != value:
             self._patch[key] = value
+        else:
+            self._patch.pop(key, None)
 
     def _set_in(self, section: str, values: Mapping[str, Any]) -> None:
-        old = self._current.get(section) or {}
-        changed = {k: v for k, v in values.items() if old.get(k) != v}
-        if changed:
-            self._patch.setdefault(section, {}).update(changed)
+        patch = _merged(self._patch.get(section) or {}, self._current.get(section) or {}, values)
+        if patch:
+            self._patch[section] = patch
+        else:
+            self._patch.pop(section, None)
 
     def phase(self, phase: Phase) -> None:
         self._set("phase", phase.value)
@@ -104,13 +120,20 @@ class StatusUpdate:
             if value is not None:
                 values[key] = value
         old = ((self._current.get("pools") or {}).get(pool) or {})
-        merged = {**old, **values}
+        pools = dict(self._patch.get("pools") or {})
+        merged = {**old, **(pools.get(pool) or {}), **values}
         if "readyReplicas" in merged or "desiredReplicas" in merged:
             # The printer columns A and B show ready/desired, like READY in `kubectl get deploy`.
             values["summary"] = f"{merged.get('readyReplicas', 0)}/{merged.get('desiredReplicas', 0)}"
-        changed = {k: v for k, v in values.items() if old.get(k) != v}
-        if changed:
-            self._patch.setdefault("pools", {}).setdefault(pool, {}).update(changed)
+        patch = _merged(pools.get(pool) or {}, old, values)
+        if patch:
+            pools[pool] = patch
+        else:
+            pools.pop(pool, None)
+        if pools:
+            self._patch["pools"] = pools
+        else:
+            self._patch.pop("pools", None)
 
     def weights(self, weights: Weights) -> None:
         self._set_in("weights", {"a": weights.a, "b": weights.b})
@@ -166,17 +189,20 @@ class StatusUpdate:
         Why these go out on the tick they change: an SRE, `kubectl get` and a restarted operator act on them.
         The rest can wait for the next refresh; a restart loses at most that much of the learned state.
         """
+        return bool(self.pressing_fields())
+
+    def pressing_fields(self) -> list[str]:
+        """The pressing changes by name (`phase`, `pools.a.desiredReplicas`, `conditions.Ready`), for the log."""
+        names = []
         for key, value in self._patch.items():
             if key == "pools":
-                if any(self._pool_pressing(pool, fields) for pool, fields in value.items()):
-                    return True
+                for pool, fields in value.items():
+                    old = (self._current.get("pools") or {}).get(pool) or {}
+                    names += [f"pools.{pool}.{k}" for k in fields if k not in REFRESHED_IN_POOL or old.get(k) is None]
             elif key not in REFRESHED or self._current.get(key) is None:
-                return True
-        return any(_standing(c) != _standing(self._original.get(t) or {}) for t, c in self._conditions.items())
-
-    def _pool_pressing(self, pool: str, fields: Mapping[str, Any]) -> bool:
-        old = (self._current.get("pools") or {}).get(pool) or {}
-        return any(k not in REFRESHED_IN_POOL or old.get(k) is None for k in fields)
+                names.append(key)
+        return names + [f"conditions.{t}" for t, c in self._conditions.items()
+                        if _standing(c) != _standing(self._original.get(t) or {})]
 
     @property
     def patch(self) -> dict[str, Any]:

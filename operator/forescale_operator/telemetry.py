@@ -25,6 +25,9 @@ _SECONDS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 RECONCILES = Counter("forescale_operator_reconciles_total", "Create/resume/update handler runs", ["result"])
 #: loop ticks run, by result (ok, error)
 TICKS = Counter("forescale_operator_ticks_total", "Loop ticks run", ["result"])
+#: status PATCHes the tick made, by cause: "pressing" (phase, replicas, weights, a condition's status, ...) or
+#: "refresh" (only the learned state, forecast and summary moved, written every few steps: handlers/tick.py)
+STATUS_WRITES = Counter("forescale_operator_status_writes_total", "Status PATCHes made by the tick", ["cause"])
 #: how late each tick starts against its schedule (previous start + step); timers on schedule keep this near 0
 TICK_LAG = Histogram("forescale_operator_tick_lag_seconds", "Delay of a tick's start past its scheduled time",
                      buckets=_SECONDS)

@@ -20,6 +20,7 @@ FULL = {
     "tick_lag_share_le_1s": 0.8, "decision_p50_s": 0.002, "decision_p99_s": 0.004, "decision_share_le_5ms": 0.995,
     "api_requests_per_tick": 1.4, "api_requests": 2100, "api_requests_by_kind": {"patch inferencedeployments/status": 1500,
                                                                                  "create events": 600},
+    "status_writes_by_cause": {"pressing": 1200.0, "refresh": 300.0},
     "peak_rss_bytes": 600 * 2 ** 20, "cpu_share": 0.4, "cpu_share_others": {"bench (API server)": 0.5},
     "lease_lost_in_window": 3, "forecast_models": {"lstm": 200}, "load_average_start": (1.0, 1.0, 1.0),
     "load_average_end": (3.0, 2.0, 1.0),
@@ -37,7 +38,8 @@ def test_a_full_run_gives_met_and_missed_with_the_reason() -> None:
     assert rows["due ticks run"][0] == "MISSED"  # 1500 of 1600 = 93.8%
     assert "Lease lost 3 times" in rows["due ticks run"][1] and "p99 12.00 s" in rows["due ticks run"][1]
     assert "slowest step at p50: forecast 11.00 s" in rows["due ticks run"][1]
-    assert rows["API requests per tick"] == ("MISSED", "per tick: patch inferencedeployments/status 1.00, create events 0.40")
+    assert rows["API requests per tick"] == ("MISSED", "per tick: patch inferencedeployments/status 1.00, create events 0.40; "
+                                              "status PATCHes per tick by cause: pressing 0.80, refresh 0.20")
     assert rows["decision time"] == ("met", "")
     assert rows["operator peak memory"] == ("met", "")
     assert rows["operator CPU over the window"] == ("met", "")

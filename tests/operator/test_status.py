@@ -134,3 +134,28 @@ def test_a_new_generation_is_pressing_through_the_conditions():
     update = StatusUpdate(_STEADY, generation=4)
     update.condition(ConditionType.READY, True, "Seen", "p99 40 ms")
     assert update.pressing and update.value("phase") == "Stable"
+
+
+@pytest.mark.parametrize("observed, decided", [
+    pytest.param(lambda u: u.weights(Weights(100, 0)), lambda u: u.weights(Weights(70, 30)), id="weights"),
+    pytest.param(lambda u: u.phase(Phase.SCALING), lambda u: u.phase(Phase.STABLE), id="phase"),
+    pytest.param(lambda u: u.pool("a", desired=3), lambda u: u.pool("a", desired=2), id="pool-replicas"),
+    pytest.param(lambda u: u.forecast(peakRate=1.0), lambda u: u.forecast(peakRate=41.0), id="section"),
+])
+def test_the_last_setter_wins_even_when_it_sets_the_objects_value_back(observed, decided):
+    """The tick sets weights from the route it observed (100/0 with `router: none`), then from the engine (70/30,
+    as status already holds during an overload shift): the engine's value stands, so nothing is written. Before,
+    the observed value stayed in the patch and status flipped between the two on every tick."""
+    status = {**_STEADY, "weights": {"a": 70, "b": 30}, "forecast": {"peakRate": 41.0, "model": "lstm"}}
+    update = StatusUpdate(status, generation=3)
+    observed(update)
+    decided(update)
+    assert update.patch == {} and not update.pressing_fields()
+
+
+def test_a_pools_summary_counts_what_was_set_earlier_in_the_same_update():
+    update = StatusUpdate(_STEADY, generation=3)
+    update.pool("a", ready=3, desired=2)
+    update.pool("a", desired=4)
+    assert update.patch["pools"]["a"] == {"readyReplicas": 3, "desiredReplicas": 4, "summary": "3/4"}
+    assert sorted(update.pressing_fields()) == ["pools.a.desiredReplicas", "pools.a.readyReplicas", "pools.a.summary"]

@@ -38,7 +38,7 @@ from ..readings import build_observations, read
 from ..readings.observations import PoolState
 from ..spec import SpecError
 from ..status import StatusUpdate, write_status
-from ..telemetry import TickLaps
+from ..telemetry import STATUS_WRITES, TickLaps
 from .deps import HandlerDeps
 from .reconcile import reconcile
 
@@ -184,8 +184,11 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     # pressing changed or a refresh is due, and the engine's state is kept in memory for the next tick either way.
     record_decision(update, decision, forecast, reading, report, memory, now)
     record_telemetry(loop.telemetry, owner, spec, decision, forecast, reading, seen, decision_seconds, report, memory)
-    if update.pressing or memory.refresh_due(now, STATUS_REFRESH_STEPS * spec.forecast.step_seconds):
-        await write_status(deps.api, owner.namespace, owner.name, update)
+    pressing = update.pressing_fields()
+    if pressing or memory.refresh_due(now, STATUS_REFRESH_STEPS * spec.forecast.step_seconds):
+        if await write_status(deps.api, owner.namespace, owner.name, update):
+            logger.debug("%s/%s: status written (%s)", owner.namespace, owner.name, ", ".join(pressing) or "refresh")
+            STATUS_WRITES.labels("pressing" if pressing else "refresh").inc()
         memory.status_written_at = now
         memory.keep(decision.state, update.value("engine"))
     else:
