@@ -12,6 +12,7 @@ capacity and model, a condition's message with its numbers. Those are
 otherwise at most every few steps (`pressing` tells the two apart), so a
 steady resource costs the API server a PATCH every few ticks, not one per
 tick, the way kube-controller-manager's HPA writes status only on a change.
+In Preview, where nothing acts, each decision's `lastDecision` is written.
 """
 
 from __future__ import annotations
@@ -191,6 +192,11 @@ class StatusUpdate:
         """
         return bool(self.pressing_fields())
 
+    def _previewed(self, key: str) -> bool:
+        """In Preview nothing acts, so the decision's summary is what the resource is for: each one is written
+        (DESIGN.md, "Preview mode": each decision is reported in status.lastDecision)."""
+        return key == "lastDecision" and self.value("preview") is not None
+
     def pressing_fields(self) -> list[str]:
         """The pressing changes by name (`phase`, `pools.a.desiredReplicas`, `conditions.Ready`), for the log."""
         names = []
@@ -199,7 +205,7 @@ class StatusUpdate:
                 for pool, fields in value.items():
                     old = (self._current.get("pools") or {}).get(pool) or {}
                     names += [f"pools.{pool}.{k}" for k in fields if k not in REFRESHED_IN_POOL or old.get(k) is None]
-            elif key not in REFRESHED or self._current.get(key) is None:
+            elif key not in REFRESHED or self._current.get(key) is None or self._previewed(key):
                 names.append(key)
         return names + [f"conditions.{t}" for t, c in self._conditions.items()
                         if _standing(c) != _standing(self._original.get(t) or {})]

@@ -159,3 +159,15 @@ def test_a_pools_summary_counts_what_was_set_earlier_in_the_same_update():
     update.pool("a", desired=4)
     assert update.patch["pools"]["a"] == {"readyReplicas": 3, "desiredReplicas": 4, "summary": "3/4"}
     assert sorted(update.pressing_fields()) == ["pools.a.desiredReplicas", "pools.a.readyReplicas", "pools.a.summary"]
+
+
+@pytest.mark.parametrize("preview, pressing", [
+    ({"weights": {"a": 100, "b": 0}, "desiredReplicas": {"a": 2, "b": 1}}, ["lastDecision"]),  # Preview
+    (None, []),  # Auto: the summary waits for the refresh
+])
+def test_in_preview_each_decisions_summary_is_written(preview, pressing):
+    """DESIGN.md, Preview mode: each decision is reported in status.lastDecision (nothing else acts)."""
+    update = StatusUpdate({**_STEADY, "preview": preview}, generation=3)
+    update.preview(preview)
+    update.last_decision("Preview: would scale chat-a from 2 to 3")
+    assert update.pressing_fields() == pressing
