@@ -42,7 +42,8 @@ class ResourceMemory:
     #: the engine's state after the last tick, newer than `status.engine` while that is still `state_over`
     state: EngineState | None = None
     state_over: str | None = None
-    #: when the tick last wrote status (or found nothing to write): refreshed fields wait until a refresh is due
+    #: when (monotonic) the tick last wrote status (or found nothing to write): refreshed fields wait until a
+    #: refresh is due
     status_written_at: float | None = None
 
     def keep(self, state: EngineState, over: str | None) -> None:

@@ -90,8 +90,8 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
         return f"skipped: {err}"
     owner, spec = binding.owner, binding.spec
     memory = loop.memory(owner)
-    now = loop.clock()
-    state = load_state(status, owner, memory, now=now, mono=loop.monotonic(),
+    now, mono = loop.clock(), loop.monotonic()
+    state = load_state(status, owner, memory, now=now, mono=mono,
                        cutback_interval_s=spec.traffic.cutback.interval_seconds)
     lap("load")
 
@@ -185,11 +185,12 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     record_decision(update, decision, forecast, reading, report, memory, now)
     record_telemetry(loop.telemetry, owner, spec, decision, forecast, reading, seen, decision_seconds, report, memory)
     pressing = update.pressing_fields()
-    if pressing or memory.refresh_due(now, STATUS_REFRESH_STEPS * spec.forecast.step_seconds):
+    # (on the monotonic clock: a wall clock set back an hour must not hold the refresh for an hour)
+    if pressing or memory.refresh_due(mono, STATUS_REFRESH_STEPS * spec.forecast.step_seconds):
         if await write_status(deps.api, owner.namespace, owner.name, update):
             logger.debug("%s/%s: status written (%s)", owner.namespace, owner.name, ", ".join(pressing) or "refresh")
             STATUS_WRITES.labels("pressing" if pressing else "refresh").inc()
-        memory.status_written_at = now
+        memory.status_written_at = mono
         memory.keep(decision.state, update.value("engine"))
     else:
         memory.keep(decision.state, status.get("engine"))

@@ -59,12 +59,12 @@ def _spec_body(example, **cutback):
     return body
 
 
-def _loop(clock, source, telemetry=None) -> ForecastLoop:
+def _loop(clock, source, telemetry=None, monotonic=None) -> ForecastLoop:
     """The operator's loop with a scripted Prometheus and the `last` baseline for the LSTM."""
     return ForecastLoop(
         bindings=Bindings(prometheus_url="http://prom:9090", build=lambda url: source),
         forecasts=PredictorForecastSource(loader=lambda _: make_baseline("last", step_seconds=5, horizon_seconds=30)),
-        telemetry=telemetry if telemetry is not None else OperatorMetrics(), clock=clock,
+        telemetry=telemetry if telemetry is not None else OperatorMetrics(), clock=clock, monotonic=monotonic,
     )
 
 
@@ -325,19 +325,29 @@ class CountingApi:
         return await self._api.patch(resource, namespace, name, body, subresource=subresource, **kwargs)
 
 
-async def test_a_steady_resource_writes_status_every_few_steps_and_learns_in_between(cluster, api, example):
+@pytest.mark.parametrize("wall_jump", [
+    0.0,
+    -3600.0,  # the wall clock set back an hour: the refresh runs on the monotonic clock, so it keeps its pace
+])
+async def test_a_steady_resource_writes_status_every_few_steps_and_learns_in_between(cluster, api, example, wall_jump):
     """Learned state and forecasts are refreshed every STATUS_REFRESH_STEPS steps; the engine keeps learning from
     memory in between, so what status shows after a refresh is every tick's learning, not the last write's."""
-    clock, source, counting = Clock(), ScriptedSource(), CountingApi(api)
-    deps = TickDeps(api=counting, actuators=Actuators(api), events=RecordingEvents(), loop=_loop(clock, source))
+    clock, mono, source, counting = Clock(), Clock(), ScriptedSource(), CountingApi(api)
+    deps = TickDeps(api=counting, actuators=Actuators(api), events=RecordingEvents(),
+                    loop=_loop(clock, source, monotonic=mono))
     await reconcile(cluster.put(_spec_body(example)), HandlerDeps(api=api, actuators=Actuators(api), events=deps.events))
     source.rate = 10.0
 
     async def run():
         clock.t += 5.0
+        mono.t += 5.0
         await tick(TickContext(copy.deepcopy(cluster.get("inferencedeployments", "default", "chat"))), deps)
 
     for _ in range(8):  # settle: the first values of every field are written at once
+        await run()
+    clock.t += wall_jump
+    await run()  # the jump's own tick may write (the engine moves its times), and starts the count afresh
+    for _ in range(STATUS_REFRESH_STEPS):
         await run()
     counting.status_patches = 0
     samples_before = _status(cluster)["pools"]["a"]["model"]["samples"]
