@@ -26,6 +26,7 @@ OPERATOR_METRICS = {
     # forescale_operator.telemetry's process-wide counters: the loop's and handlers' runs
     "forescale_operator_ticks_total",
     "forescale_operator_reconciles_total",
+    "forescale_operator_status_writes_total",
     # the root-cause diagnosis's scores (telemetry.record_diagnosis)
     "forescale_operator_root_cause_suspected",
 }

@@ -36,7 +36,8 @@ def _counters_scene() -> bytes:
     labels are filled here, so other tests' counts are left alone.
     """
     registry = CollectorRegistry()
-    for counter, results in ((telemetry.TICKS, {"ok": 3, "error": 1}), (telemetry.RECONCILES, {"ok": 1})):
+    for counter, results in ((telemetry.TICKS, {"ok": 3, "error": 1}), (telemetry.RECONCILES, {"ok": 1}),
+                             (telemetry.STATUS_WRITES, {"pressing": 2, "refresh": 1})):
         family = counter.describe()[0]
         copy = Counter(family.name, family.documentation, counter._labelnames, registry=registry)
         for result, count in results.items():
