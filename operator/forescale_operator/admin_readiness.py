@@ -206,13 +206,15 @@ def record(update: StatusUpdate, verdict: AdminVerdict | None) -> None:
     update.condition(ConditionType.ADMIN_READY, verdict.status, verdict.reason, verdict.message)
 
 
-async def report(events: EventSink, status: Mapping[str, Any], verdict: AdminVerdict | None, owner: Owner) -> None:
-    """One AdminTokenMissing Warning when AdminReady turns False, or when its finding changes; never per tick."""
+async def report(events: EventSink, status: Mapping[str, Any], verdict: AdminVerdict | None, owner: Owner) -> bool:
+    """One AdminTokenMissing Warning when AdminReady turns False, or when its finding changes; never per tick.
+    True when it posted one (the tick then writes the finding to status on the same tick)."""
     if verdict is None or not verdict.warns:
-        return
+        return False
     old = next((c for c in status.get("conditions") or []
                 if isinstance(c, Mapping) and c.get("type") == ConditionType.ADMIN_READY.value), {})
     if old.get("status") == "False" and old.get("message") == verdict.message:
-        return
+        return False
     logger.warning("%s/%s: %s", owner.namespace, owner.name, verdict.message)
     await events.post(Reason.ADMIN_TOKEN_MISSING, verdict.message)
+    return True

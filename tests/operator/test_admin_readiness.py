@@ -180,11 +180,15 @@ async def test_one_warning_when_it_turns_false_and_again_only_for_another_findin
     missing = judge([adopted(template())], OPERATOR, {"forescale-admin-token": secret()}, namespace="default")
     unmounted = judge([adopted(template([FILE]))], OPERATOR, {"forescale-admin-token": secret()}, namespace="default")
     wired = judge([adopted(WIRED)], OPERATOR, {"forescale-admin-token": secret()}, namespace="default")
-    await report(events, {}, missing, OWNER)                   # turns False: one Warning
-    await report(events, condition(missing), missing, OWNER)   # the next ticks: nothing
-    await report(events, condition(missing), unmounted, OWNER)  # another finding: said once
-    await report(events, condition(unmounted), wired, OWNER)    # fixed: no event
-    await report(events, condition(wired), ADMIN_OFF, OWNER)    # switched off: not a Warning
+    posted = [
+        await report(events, {}, missing, OWNER),                   # turns False: one Warning
+        await report(events, condition(missing), missing, OWNER),   # the next ticks: nothing
+        await report(events, condition(missing), unmounted, OWNER),  # another finding: said once
+        await report(events, condition(unmounted), wired, OWNER),    # fixed: no event
+        await report(events, condition(wired), ADMIN_OFF, OWNER),    # switched off: not a Warning
+    ]
+    # what it posted, the tick writes to status on the same tick (the finding in status is what keeps it once)
+    assert posted == [True, False, True, False, False]
     assert [(t, r) for t, r, _ in events.events] == [("Warning", "AdminTokenMissing")] * 2
     assert [m for _, _, m in events.events] == [missing.message, unmounted.message]
 

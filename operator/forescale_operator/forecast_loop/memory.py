@@ -39,21 +39,23 @@ class ResourceMemory:
     acting: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: the bad forescale.io/capacity-rps value already reported with a Warning event (None: none reported)
     reported_annotation: str | None = None
-    #: the engine's state after the last tick, newer than `status.engine` while that is still `state_over`
+    #: the engine's state after the last tick, newer than `status.engine` while that is one of `state_over`
     state: EngineState | None = None
-    state_over: str | None = None
+    state_over: tuple[Any, ...] = ()
     #: when (monotonic) the tick last wrote status (or found nothing to write): refreshed fields wait until a
     #: refresh is due
     status_written_at: float | None = None
 
-    def keep(self, state: EngineState, over: str | None) -> None:
-        """The state the next tick starts from, as long as status still holds `over` (the engine JSON it supersedes)."""
+    def keep(self, state: EngineState, *over: Any) -> None:
+        """The state the next tick starts from, as long as status still holds one of `over`: the engine JSON it
+        supersedes, and after a write the JSON that write replaced (a watch event lagging behind our own write
+        still shows it, and the older state it holds must not replace the newer one)."""
         self.state, self.state_over = state, over
 
     def kept_state(self, in_status: Any) -> EngineState | None:
-        """The kept state, unless status has changed under it (another operator replica, an undone write-ahead, a
-        hand edit): then status is the truth."""
-        return self.state if self.state is not None and in_status == self.state_over else None
+        """The kept state, unless status has changed under it (another operator replica, a hand edit): then status
+        is the truth."""
+        return self.state if self.state is not None and in_status in self.state_over else None
 
     def refresh_due(self, now: float, interval: float) -> bool:
         return self.status_written_at is None or now - self.status_written_at >= interval

@@ -27,6 +27,7 @@ from ..engine.state import EngineState
 from ..engine.types import Decision
 from ..forecast_loop.executor import Executor
 from ..forecast_loop.loop import ForecastLoop
+from ..forecast_loop.memory import ResourceMemory
 from ..forecast_loop.pods import read_pods
 from ..forecast_loop.reporter import record_decision, record_incident, record_metrics, record_telemetry
 from ..forecast_loop.saved_state import load_state
@@ -116,7 +117,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     admin = await admin_readiness.check(reader, owner, spec, seen, deps.actuators.admin_secret,
                                         deps.actuators.admin_copy_from)
     admin_readiness.record(update, admin)
-    await admin_readiness.report(deps.events, status, admin, owner)
+    warned = await admin_readiness.report(deps.events, status, admin, owner)
     lap("admin")
     # Read the metrics where a Prometheus URL exists (the spec's, else the operator's); without one, status is all:
     # Degraded once pool A serves, and one MetricsUnavailable Warning naming the setting.
@@ -185,17 +186,32 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     record_decision(update, decision, forecast, reading, report, memory, now)
     record_telemetry(loop.telemetry, owner, spec, decision, forecast, reading, seen, decision_seconds, report, memory)
     pressing = update.pressing_fields()
-    # (on the monotonic clock: a wall clock set back an hour must not hold the refresh for an hour)
-    if pressing or memory.refresh_due(mono, STATUS_REFRESH_STEPS * spec.forecast.step_seconds):
+    if decision.events or warned:
+        # What keeps an event from being posted again is in status (the engine's `contradicted` and
+        # `forecastSpike`, AdminReady's finding): a tick that posted one writes it on the same tick.
+        pressing.append("an event posted")
+    if status_due(pressing, memory, mono, spec.forecast.step_seconds):
         if await write_status(deps.api, owner.namespace, owner.name, update):
             logger.debug("%s/%s: status written (%s)", owner.namespace, owner.name, ", ".join(pressing) or "refresh")
             STATUS_WRITES.labels("pressing" if pressing else "refresh").inc()
         memory.status_written_at = mono
-        memory.keep(decision.state, update.value("engine"))
+        memory.keep(decision.state, update.value("engine"), status.get("engine"))
+    elif memory.kept_state(status.get("engine")) is None:
+        memory.keep(decision.state, status.get("engine"))  # this tick started from status: it is what we supersede
     else:
-        memory.keep(decision.state, status.get("engine"))
+        memory.keep(decision.state, *memory.state_over)
     lap("report")
     return f"observed: {seen.summary()}"
+
+
+def status_due(pressing: list[str], memory: ResourceMemory, mono: float, step_seconds: float) -> bool:
+    """Write status now: something pressing changed, or the refresh is due.
+
+    On the monotonic clock (a wall clock set back an hour must not hold the refresh for an hour), and half a step
+    early: ticks start up to a fraction of a step late, and a write whose tick ran late would otherwise slip the
+    next refresh to the fifth step.
+    """
+    return bool(pressing) or memory.refresh_due(mono, (STATUS_REFRESH_STEPS - 0.5) * step_seconds)
 
 
 def _diagnosis_trigger(decision: Decision) -> Reason | None:
