@@ -230,7 +230,7 @@ async def give_back(body: kopf.Body, memo: kopf.Memo, logger: logging.Logger, **
         if leases is not None and not await _wait_for_lease(leases, memo.api, owner):
             logger.info("released by the operator holding the Lease of namespace %s", owner.namespace)
             return
-        async with memo.loop.acting(owner):
+        async with memo.loop.releasing(owner):
             with retrying():
                 summary = await release(raw, _deps(memo, raw))
         logger.info(summary)

@@ -10,9 +10,10 @@ pause or an operator exit nothing is dropped, the resource still exists.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import AsyncIterator, Callable
 
 from ..children import Owner
 from ..telemetry import OperatorMetrics
@@ -53,6 +54,18 @@ class ForecastLoop:
     def acting(self, owner: Owner) -> asyncio.Lock:
         """Held by a tick while it runs and by the delete handler: the two never act at once on one resource."""
         return self.memory(owner).acting
+
+    @contextlib.asynccontextmanager
+    async def releasing(self, owner: Owner) -> AsyncIterator[None]:
+        """The delete handler's hold: waits for a tick in flight, then forgets the resource on the way out.
+
+        Why it forgets too: the daemon forgets when it stops, and when it stopped first, taking the lock here
+        made the resource's memory anew, which nothing would drop again."""
+        try:
+            async with self.acting(owner):
+                yield
+        finally:
+            self.forget(owner)
 
     def forget(self, owner: Owner) -> None:
         """Drop a deleted resource from every per-resource cache: binding, memory, forecasts, metric series,

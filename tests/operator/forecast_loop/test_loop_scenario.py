@@ -8,6 +8,7 @@ events) run as in the operator. tests/e2e runs the whole stack for real.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 
@@ -15,6 +16,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from forescale_operator.actuators import Actuators
+from forescale_operator.children import Owner
 from forescale_operator.events import RecordingEvents
 from forescale_operator.forecast_loop.binding import Bindings
 from forescale_operator.forecast_loop.forecaster import PredictorForecastSource
@@ -221,6 +223,32 @@ async def test_forgetting_a_deleted_resource_drops_its_history_and_series(cluste
     assert owner.uid not in forecast_loop.memories
     assert owner.uid not in forecast_loop.forecasts.sources and owner.uid not in forecast_loop.forecasts.seconds
     assert forecast_loop.bindings.bind(body, api) is not bound
+
+
+async def test_the_delete_handlers_hold_waits_for_a_tick_and_leaves_no_memory_behind():
+    """The daemon forgets a deleted resource when it stops; the delete handler's hold came after it and made
+    the memory anew (its lock), which nothing dropped. `releasing` waits for a tick in flight and forgets."""
+    forecast_loop, owner = ForecastLoop(), Owner(namespace="default", name="chat", uid="u-1")
+    order: list[str] = []
+
+    async def tick_in_flight():
+        async with forecast_loop.acting(owner):
+            order.append("tick starts")
+            await asyncio.sleep(0.05)
+            order.append("tick ends")
+
+    async def delete_handler():
+        await asyncio.sleep(0.01)
+        async with forecast_loop.releasing(owner):
+            order.append("released")
+
+    await asyncio.gather(tick_in_flight(), delete_handler())
+    assert order == ["tick starts", "tick ends", "released"]
+    assert owner.uid not in forecast_loop.memories
+    forecast_loop.forget(owner)  # the daemon's own forget, after: nothing left to drop, nothing made anew
+    async with forecast_loop.releasing(owner):  # a retry of the handler after both
+        pass
+    assert owner.uid not in forecast_loop.memories
 
 
 @pytest.mark.parametrize(
