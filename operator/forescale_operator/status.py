@@ -9,7 +9,7 @@ Some fields change on every tick that reads metrics: the engine's learned
 state, the forecast, the decision's one-line summary, each pool's fitted
 capacity and model, a condition's message with its numbers. Those are
 `REFRESHED`: the tick writes them with anything else that changed, and
-otherwise at most every few steps (`pressing` tells the two apart), so a
+otherwise at most every few steps (`pressing_fields` tells the two apart), so a
 steady resource costs the API server a PATCH every few ticks, not one per
 tick, the way kube-controller-manager's HPA writes status only on a change.
 In Preview, where nothing acts, each decision's `lastDecision` is written.
@@ -55,6 +55,14 @@ def _merged(patch: Mapping[str, Any], old: Mapping[str, Any], values: Mapping[st
     return out
 
 
+def _put(target: dict[str, Any], key: str, section: dict[str, Any]) -> None:
+    """Set a section of the patch, or drop it when nothing in it changes."""
+    if section:
+        target[key] = section
+    else:
+        target.pop(key, None)
+
+
 def _tristate(value: bool | None) -> str:
     return "Unknown" if value is None else ("True" if value else "False")
 
@@ -85,11 +93,7 @@ class StatusUpdate:
             self._patch.pop(key, None)
 
     def _set_in(self, section: str, values: Mapping[str, Any]) -> None:
-        patch = _merged(self._patch.get(section) or {}, self._current.get(section) or {}, values)
-        if patch:
-            self._patch[section] = patch
-        else:
-            self._patch.pop(section, None)
+        _put(self._patch, section, _merged(self._patch.get(section) or {}, self._current.get(section) or {}, values))
 
     def phase(self, phase: Phase) -> None:
         self._set("phase", phase.value)
@@ -126,15 +130,8 @@ class StatusUpdate:
         if "readyReplicas" in merged or "desiredReplicas" in merged:
             # The printer columns A and B show ready/desired, like READY in `kubectl get deploy`.
             values["summary"] = f"{merged.get('readyReplicas', 0)}/{merged.get('desiredReplicas', 0)}"
-        patch = _merged(pools.get(pool) or {}, old, values)
-        if patch:
-            pools[pool] = patch
-        else:
-            pools.pop(pool, None)
-        if pools:
-            self._patch["pools"] = pools
-        else:
-            self._patch.pop("pools", None)
+        _put(pools, pool, _merged(pools.get(pool) or {}, old, values))
+        _put(self._patch, "pools", pools)
 
     def weights(self, weights: Weights) -> None:
         self._set_in("weights", {"a": weights.a, "b": weights.b})
@@ -181,24 +178,19 @@ class StatusUpdate:
         """A top-level field as the object will have it once this update is written."""
         return self._patch[key] if key in self._patch else self._current.get(key)
 
-    @property
-    def pressing(self) -> bool:
-        """Whether the patch changes anything but refreshed values: the phase, replicas, weights, the incident, a
-        condition's status, reason or observed generation (a new spec), the Preview section, or any field's first
-        value.
-
-        Why these go out on the tick they change: an SRE, `kubectl get` and a restarted operator act on them.
-        The rest can wait for the next refresh; a restart loses at most that much of the learned state.
-        """
-        return bool(self.pressing_fields())
-
     def _previewed(self, key: str) -> bool:
         """In Preview nothing acts, so the decision's summary is what the resource is for: each one is written
         (DESIGN.md, "Preview mode": each decision is reported in status.lastDecision)."""
         return key == "lastDecision" and self.value("preview") is not None
 
     def pressing_fields(self) -> list[str]:
-        """The pressing changes by name (`phase`, `pools.a.desiredReplicas`, `conditions.Ready`), for the log."""
+        """What the patch changes beyond refreshed values, by name (`phase`, `pools.a.desiredReplicas`,
+        `conditions.Ready`): the phase, replicas, weights, the incident, a condition's status, reason or observed
+        generation (a new spec), the Preview section, or any field's first value. Empty: only refreshed values.
+
+        Why these go out on the tick they change: an SRE, `kubectl get` and a restarted operator act on them.
+        The rest can wait for the next refresh; a restart loses at most that much of the learned state.
+        """
         names = []
         for key, value in self._patch.items():
             if key == "pools":

@@ -57,8 +57,13 @@ class ResourceMemory:
         is the truth."""
         return self.state if self.state is not None and in_status in self.state_over else None
 
-    def refresh_due(self, now: float, interval: float) -> bool:
-        return self.status_written_at is None or now - self.status_written_at >= interval
+    def carry(self, state: EngineState, in_status: Any) -> None:
+        """Keep `state` after a tick that wrote nothing: it supersedes what the kept state did while status still
+        holds that, else (status was the truth this tick) what status holds."""
+        self.keep(state, *(self.state_over if in_status in self.state_over else (in_status,)))
+
+    def refresh_due(self, mono: float, interval: float) -> bool:
+        return self.status_written_at is None or mono - self.status_written_at >= interval
 
     def remember_forecast(self, target_time: float, median: float, upper: float) -> None:
         self.pending.append((target_time, median, upper))

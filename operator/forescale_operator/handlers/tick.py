@@ -196,10 +196,8 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
             STATUS_WRITES.labels("pressing" if pressing else "refresh").inc()
         memory.status_written_at = mono
         memory.keep(decision.state, update.value("engine"), status.get("engine"))
-    elif memory.kept_state(status.get("engine")) is None:
-        memory.keep(decision.state, status.get("engine"))  # this tick started from status: it is what we supersede
     else:
-        memory.keep(decision.state, *memory.state_over)
+        memory.carry(decision.state, status.get("engine"))
     lap("report")
     return f"observed: {seen.summary()}"
 
