@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from bench import frontier
 from bench.frontier import evaluate
 from forescale_sim.frontier import PeerPoint
 
@@ -87,3 +90,51 @@ def test_the_ablation_sums_a_traces_cases_and_needs_a_baseline():
     (gain,) = forecaster_gain(rows)
     assert (gain["gpu_hours"], gain["violation_seconds"]) == (30.0, 120.0)
     assert gain["violation_ratio"] == pytest.approx(120 / 180) and gain["met"]
+
+
+# -- --peers-from: the peers' curves of an earlier run, Forescale replayed alone ---------------------
+
+def _earlier_run(tmp_path, cases):
+    path = tmp_path / "earlier.json"
+    path.write_text(json.dumps({"cases": cases}))
+    return str(path)
+
+
+EARLIER_CASE = {"trace": "azure-conv", "scale": 1.0, "seed": 0, "incident": False, "duration_seconds": 3600.0,
+                "incidents": [], "oracle": {"gpu_hours": 3.0, "violation_seconds": 0.0, "peak_replicas": {"a": 4, "b": 0}},
+                "peer_points": [{"policy": "hpa", "utilization": 0.7, "gpu_hours": 3.4, "violation_seconds": 10.0}]}
+
+
+def test_known_cases_replay_forescale_alone_and_keep_the_earlier_curves(tmp_path):
+    known = frontier.load_peers(_earlier_run(tmp_path, [EARLIER_CASE]))
+    variants = [frontier.Variant("lstm", None), frontier.Variant("ewm", None)]
+    jobs = frontier.plan_jobs(["azure-conv"], [1.0], [0], variants, {}, known=known)
+    alone = [j for j in jobs if not j["incident"]]
+    assert [(j["policies"], j["forecaster"]) for j in alone] == [(["forescale"], "lstm"), (["forescale"], "ewm")]
+    assert len([j for j in jobs if j["incident"]]) == 1 + 5 + 1  # the unknown case runs in full
+    fs = {"gpu_hours": 3.3, "violation_seconds": 0.0, "mttr_seconds": 0.0, "peak_replicas": {"a": 4, "b": 1},
+          "events": {}, "gpu_hours_a": 2.3, "gpu_hours_b": 1.0, "episode_spans": []}
+    results = [{"job": j, "seconds": 1.0, "duration_seconds": 3600.0, "incidents": [], "forecaster_label": j["forecaster"],
+                "policies": {"forescale": fs}} for j in alone]
+    rows = frontier.assemble(results, variants, known)
+    assert [r["variant"] for r in rows] == ["lstm/reserve default", "ewm/reserve default"]
+    assert rows[0]["G"] == pytest.approx(3.4) and rows[0]["oracle"]["peak_replicas"]["a"] == 4
+    assert rows[0]["goals"]["gpu@1"]["met"]
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "cannot read"),
+    ("{not json", "is not JSON"),
+    (json.dumps({"cases": []}), "holds no cases"),
+    (json.dumps({"cases": [{"trace": "azure-conv"}]}), "case 0 lacks a usable"),
+    (json.dumps({"cases": [{**EARLIER_CASE, "peer_points": []}]}), "has no peer points"),
+])
+def test_a_bad_earlier_run_is_refused_naming_the_flag(tmp_path, capsys, content, words):
+    path = tmp_path / "earlier.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(SystemExit) as exc:
+        frontier.parse_args(["--peers-from", str(path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--peers-from" in err and words in err

@@ -1,7 +1,7 @@
 """`decide`: one tick of the decision engine. Pure: plain data in, a Decision out.
 
 The order of a tick:
-1. learn: fold the tick into each pool's latency model (rule 1);
+1. learn: fold the tick into each pool's latency model (rule 1), and A's stretch into its budget (rule 2);
 2. diagnose: incident or overload (rule 3);
 3. incident: start the playbook, or advance recovery and the cut-back (rules 3, 4);
 4. overload: outside an incident, move A's excess to B's reserve while A's pods start (rule 2);
@@ -19,7 +19,7 @@ from forescale_operator.reasons import Reason
 from forescale_operator.spec import InferenceSpec
 from forescale_predictor.forecast_types import Forecast
 
-from . import cutback, learning, playbook, preview, sizing, triggers
+from . import budget, cutback, learning, playbook, preview, sizing, triggers
 from .latency_model import PoolModel
 from .pod_clock import PodClock
 from .report import conditions, phase_for, scale_events, summary
@@ -67,6 +67,7 @@ def decide(
                             inc.stage is not None, any(x > 1.0 for x in state.learned.loads), params)
     contradiction_events, contradicted = learning.contradictions(models, state.learned.contradicted, target, params)
     tick.events += contradiction_events
+    stretch, spent = _stretch(spec, state, obs, models["a"], precision["a"], params)
 
     # 2. Diagnose: is A doing worse than its model predicts at the load it carries, and is its
     # device slower than its clock? (The clock is asked before this tick's sample, then learns it.)
@@ -98,7 +99,7 @@ def decide(
     if tick.incident.stage is None and not tick.finished_incident:
         cap_a = models["a"].capacity(target, params.speed(precision["a"]), health=h_now)
         weight_b, actions, events = playbook.overload_shift(
-            spec, obs, tick.weight_b, obs.a.ready_replicas * cap_a, cap_b, params)
+            spec, obs, tick.weight_b, obs.a.ready_replicas * cap_a * stretch, cap_b, params)
         tick.weight_b = weight_b
         tick.actions += actions
         tick.events += events
@@ -125,7 +126,11 @@ def decide(
             size_prec_a = spec.a.precision
     elif tick.incident.overload:
         share_a = 100  # the overload shift is A's until its pods are ready
-    size_cap_a = _sizing_capacity(models["a"], "a", target, size_prec_a, h, tick, params)
+    size_cap_a = _sizing_capacity(models["a"], "a", target, size_prec_a, h, tick, params) * stretch
+    if stretch > 1.0:
+        evidence = max(models["a"].prior_rps, models["a"].proven_rps)
+        tick.reasons.append(f"a sized at {stretch:.2f}x its model's capacity: the error budget held at that load "
+                            f"(bounded by the load test or the pods' best within the target, {evidence:.1f} rps per pod)")
     startup_a = startup["a"] if startup["a"] is not None else params.default_startup_seconds
     dem = sizing.demand(forecast, playbook.total_rate(obs), now, startup_a)
     size_cap_b = _sizing_capacity(models["b"], "b", target, spec.b.precision, 1.0, tick, params)
@@ -157,6 +162,8 @@ def decide(
         forecast_spike=spike,
         metrics_unavailable=False,
         contradicted=contradicted,
+        stretch=stretch,
+        spent=spent,
     )
     new_state = EngineState(weights=weights, incident=tick.incident, learned=learned)
     label = triggers.quantile_label(spec.slo.quantile)
@@ -173,18 +180,37 @@ def decide(
         conditions=conditions(spec, phase, obs, forecast, tick.incident.stage, reasons),
         summary=summary(phase, obs, desired, weights, dem, label, target, reasons, prec_a),
         reasons=reasons,
-        models=_model_reports(models, clock, health, target, precision, params),
+        models=_model_reports(models, clock, health, target, precision, stretch, params),
     )
     return preview.wrap(spec, decision, params)
 
 
 def _model_reports(models: dict[str, PoolModel], clock: PodClock | None, health: triggers.Health, target: float,
-                   precision: dict[str, str], params: EngineParams) -> dict[str, dict]:
-    """`Decision.models`: each pool's fitted latency model, and A's clock under `clock`."""
+                   precision: dict[str, str], stretch: float, params: EngineParams) -> dict[str, dict]:
+    """`Decision.models`: each pool's fitted latency model, A's stretch, and A's clock under `clock`."""
     out: dict[str, dict] = {p: learning.summary(models[p], target, params.speed(precision[p]), params) for p in ("a", "b")}
+    out["a"]["stretch"] = round(stretch, 3)
     if clock is not None:
         out["a"]["clock"] = learning.clock_summary(clock, health.clock_ratio, health.clock_line)
     return out
+
+
+def _stretch(spec: InferenceSpec, state: EngineState, obs: Observations, model: PoolModel, precision: str,
+             params: EngineParams) -> tuple[float, tuple[float, ...]]:
+    """A's stretch after this tick (budget.py): it moves on ticks outside an incident with a measured
+    share of requests over the SLO, and is held otherwise."""
+    learned = state.learned
+    over = obs.over_slo_fraction
+    if state.incident.stage is not None or over is None or not math.isfinite(over):
+        return learned.stretch, learned.spent
+    a = obs.a
+    target = spec.slo.target_latency_ms
+    per_pod = a.rate_rps / a.ready_replicas if a.ready_replicas and a.rate_rps else 0.0
+    tick = budget.Spend(
+        over_fraction=min(1.0, max(0.0, over)), budget=1.0 - spec.slo.quantile, per_pod_rps=per_pod,
+        capacity_rps=model.capacity(target, params.speed(a.precision or precision), health=1.0),
+        ceiling=budget.ceiling(max(model.prior_rps, model.proven_rps), model.capacity(target, health=1.0)))
+    return budget.next_stretch(learned.stretch, learned.spent, tick, params.burn_long_ticks)
 
 
 def _health(obs: Observations, model: PoolModel, clock: PodClock | None, precision: str, target: float,

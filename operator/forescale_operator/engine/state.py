@@ -84,6 +84,10 @@ class Learned:
     metrics_unavailable: bool = False
     #: pools whose fitted capacity was reported to contradict its prior (once each)
     contradicted: tuple[str, ...] = ()
+    #: how much more per pod than its latency model's capacity A is sized for (budget.py, >= 1)
+    stretch: float = 1.0
+    #: share of requests over the SLO at each recent tick outside incidents, oldest first (budget.py)
+    spent: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

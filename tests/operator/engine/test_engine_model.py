@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
 from forescale_operator.engine import EngineParams, EngineState, PoolModel, StateError
+from forescale_operator.engine.budget import STEP
 from forescale_operator.engine.latency_model import ModelParams
+from forescale_operator.engine.state import Learned
 from forescale_operator.phase import Phase
 from forescale_operator.reasons import Reason
 
@@ -299,6 +302,42 @@ def test_the_reserve_is_as_headroom_not_an_extra(tick, reserve, a_pods, b_pods):
     s = Scenario(tick, spec=build_spec(warmReservePercent=reserve))
     d = s.at(healthy_ms(30.0), rate=300.0, a=(10, 10), b=(1, 1), forecast=900.0)
     assert (d.desired_replicas["a"], d.desired_replicas["b"]) == (a_pods, b_pods)
+
+
+def _pessimistic_start() -> EngineState:
+    """A's model puts the capacity at 40 rps per pod where the load test said 50 (the M/M/1 curve
+    reading a batching server's early rise as a queue)."""
+    prior = PoolModel.prior(PARAMS.fallback_capacity_rps, TARGET)
+    model = replace(prior, x=(prior.x[0], prior.x[1], prior.x[2] * 1.25))
+    assert model.capacity(TARGET, health=1.0) == pytest.approx(40.0)
+    return EngineState(learned=Learned(models={"a": model}))
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_budget_that_holds_stretches_as_capacity_and_a_tick_over_it_resets(tick, restart):
+    """Pods carrying 37.5 rps each (over 90% of the model's 40) within the budget: A's sizing capacity
+    grows by STEP a tick, the reason says so; one tick over the budget sets it back to the model's."""
+    s = Scenario(tick, spec=build_spec(warmReservePercent=0), restart=restart)
+    s.state = _pessimistic_start()
+    on_its_curve = s.state.learned.models["a"].latency_ms(37.5)  # the model has nothing to relearn
+    ticks = [s.at(on_its_curve, over=0.0) for _ in range(4)]
+    stretches = [d.models["a"]["stretch"] for d in ticks]
+    assert stretches == pytest.approx([1.0 + STEP * (i + 1) for i in range(4)])
+    assert any("a sized at 1.04x its model's capacity" in r and "50.0 rps per pod" in r for r in ticks[-1].reasons)
+    d = s.at(on_its_curve, over=0.05)
+    assert d.models["a"]["stretch"] == 1.0 and not any("its model's capacity" in r for r in d.reasons)
+
+
+def test_the_stretch_is_what_a_is_sized_at(tick):
+    """The same tick with and without a stretch learned: A is sized at the stretched per-pod rate."""
+    state = _pessimistic_start()
+    stretched = replace(state, learned=replace(state.learned, stretch=1.25))
+    spec = build_spec(warmReservePercent=0)
+    obs = build_obs(t=0.0, rate=300.0, latency=healthy_ms(37.5), a=(5, 5), b=(1, 1), weights=(100, 0))
+    plain = tick(spec, state, obs, build_forecast(0.0, 300.0))
+    wide = tick(spec, stretched, obs, build_forecast(0.0, 300.0))
+    assert plain.desired_replicas["a"] == 8  # ~310 rps at 40 per pod
+    assert wide.desired_replicas["a"] == 7  # at 50 per pod
 
 
 def test_scale_down_waits_one_start_up(tick):

@@ -289,7 +289,10 @@ async def test_status_shows_each_pools_fitted_latency_model(cluster, api, exampl
     for _ in range(2 + STATUS_REFRESH_STEPS):  # the fitted model is refreshed, not written every tick
         await run()
     model = _status(cluster)["pools"]["a"]["model"]
-    assert set(model) == {"l0Ms", "muRps", "capacityRps", "health", "samples", "outliers", "priorRps", "provenRps"}
+    assert set(model) == {"l0Ms", "muRps", "capacityRps", "health", "samples", "outliers", "priorRps", "provenRps",
+                          "stretch"}
+    assert set(_status(cluster)["pools"]["b"]["model"]) == set(model) - {"stretch"}  # A's alone
+    assert model["stretch"] >= 1.0
     assert model["samples"] >= 1 and model["priorRps"] == pytest.approx(10.0)  # the default capacity is the prior
     assert 0 < model["l0Ms"] < 200 and model["capacityRps"] > 0 and model["health"] >= 1.0
 
