@@ -268,16 +268,24 @@ class OutlierSplitLinear(nn.Module):
     """LLM.int8()-style decomposition with a fixed outlier set: the few input
     channels whose calibration activations are largest stay in fp32, the rest
     go through a dynamic int8 Linear whose per-tensor activation scale is then
-    no longer stretched by them."""
+    no longer stretched by them.
+
+    Why the int8 part takes the whole width with the outlier channels zeroed,
+    not a gather of the others: a gather of 99% of the channels cost as much as
+    a tenth of the int8 forward on the server's short length-grouped batches,
+    where a zeroed copy is one contiguous copy. The zeros change neither the
+    activations' dynamic range (it always includes 0) nor the product, and the
+    int8 weight's outlier columns are zero too, so each output channel's weight
+    scale is taken over the same columns as before. The fp32 part is
+    accumulated into the int8 result in place (one GEMM, no extra add pass)."""
 
     def __init__(self, linear: nn.Linear, outliers: torch.Tensor):
         super().__init__()
-        keep = torch.ones(linear.in_features, dtype=torch.bool)
-        keep[outliers] = False
-        self.register_buffer("normal_idx", keep.nonzero().flatten())
         self.register_buffer("outlier_idx", outliers.sort().values)
-        inner = nn.Linear(len(self.normal_idx), linear.out_features, bias=linear.bias is not None)
-        inner.weight.data = linear.weight.detach()[:, self.normal_idx].clone()
+        inner = nn.Linear(linear.in_features, linear.out_features, bias=linear.bias is not None)
+        weight = linear.weight.detach().clone()
+        weight[:, self.outlier_idx] = 0.0
+        inner.weight.data = weight
         if linear.bias is not None:
             inner.bias.data = linear.bias.detach().clone()
         with warnings.catch_warnings():
@@ -286,8 +294,10 @@ class OutlierSplitLinear(nn.Module):
         self.register_buffer("outlier_weight", linear.weight.detach()[:, self.outlier_idx].t().contiguous())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.int8(x.index_select(-1, self.normal_idx))
-        return y + x.index_select(-1, self.outlier_idx) @ self.outlier_weight
+        y = self.int8(x.index_fill(-1, self.outlier_idx, 0.0)).contiguous()
+        flat = y.view(-1, y.shape[-1])
+        flat.addmm_(x.reshape(-1, x.shape[-1]).index_select(-1, self.outlier_idx), self.outlier_weight)
+        return y
 
 
 def outlier_split(

@@ -31,6 +31,27 @@ def test_outlier_split_beats_plain_dynamic_int8_on_outlier_inputs():
     assert _rel_error(split(x), expected) < 0.02
 
 
+@pytest.mark.parametrize("shape, outliers", [
+    ((256, 64), [5]),  # tokens x channels
+    ((4, 64, 64), [5, 17, 40]),  # batch x tokens x channels, as the encoder calls it
+])
+def test_the_split_is_int8_of_the_other_channels_plus_fp32_of_the_outliers(shape, outliers):
+    """The int8 part runs on the whole width with the outlier channels zeroed (one contiguous copy,
+    not a gather of the rest): the same as int8 of the other channels alone, plus fp32 of the outliers."""
+    torch.manual_seed(1)
+    linear, x = nn.Linear(64, 32), torch.randn(*shape)
+    x[..., outliers] *= 60
+    idx = torch.tensor(outliers)
+    normal = torch.tensor([i for i in range(64) if i not in outliers])
+    alone = nn.Linear(len(normal), 32)
+    alone.weight.data, alone.bias.data = linear.weight.detach()[:, normal].clone(), linear.bias.detach().clone()
+    int8_alone = Q.dynamic_per_channel(nn.Sequential(alone))[0]
+    expected = int8_alone(x.index_select(-1, normal)) + x.index_select(-1, idx) @ linear.weight.detach()[:, idx].t()
+    got = Q.OutlierSplitLinear(linear, idx)(x)
+    assert got.shape == expected.shape
+    assert torch.allclose(got, expected, rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("build", [Q.dynamic_per_tensor, Q.dynamic_per_channel, Q.weight_only])
 def test_each_scheme_stays_close_to_fp32_on_plain_inputs(build):
     linear, x = _layer_and_inputs(outliers=False)
