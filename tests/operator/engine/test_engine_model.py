@@ -12,7 +12,7 @@ import pytest
 from forescale_operator.engine import EngineParams, EngineState, PoolModel, StateError
 from forescale_operator.engine.budget import STEP
 from forescale_operator.engine.latency_model import ModelParams
-from forescale_operator.engine.state import Learned
+from forescale_operator.engine.state import IncidentState, Learned
 from forescale_operator.phase import Phase
 from forescale_operator.reasons import Reason
 
@@ -326,6 +326,18 @@ def test_a_budget_that_holds_stretches_as_capacity_and_a_tick_over_it_resets(tic
     assert any("a sized at 1.04x its model's capacity" in r and "50.0 rps per pod" in r for r in ticks[-1].reasons)
     d = s.at(on_its_curve, over=0.05)
     assert d.models["a"]["stretch"] == 1.0 and not any("its model's capacity" in r for r in d.reasons)
+
+
+@pytest.mark.parametrize("over", [0.0, 0.5])
+def test_an_incident_holds_the_stretch(tick, over):
+    """In an incident the budget is the slowdown's, not a test of the stretch: it is held either way."""
+    state = _pessimistic_start()
+    state = replace(state, learned=replace(state.learned, stretch=1.2),
+                    incident=IncidentState(stage=Phase.EMERGENCY, trigger="a slowdown", started_at=0.0))
+    obs = replace(build_obs(t=15.0, rate=300.0, latency=400.0, a=(8, 8), b=(2, 2), weights=(70, 30)),
+                  over_slo_fraction=over)
+    d = tick(build_spec(), state, obs, build_forecast(15.0, 300.0))
+    assert d.state.incident.stage is not None and d.state.learned.stretch == 1.2
 
 
 def test_the_stretch_is_what_a_is_sized_at(tick):
