@@ -31,8 +31,12 @@ from .weights import Weights
 
 #: top-level fields refreshed rather than written on every change (their first value is written at once)
 REFRESHED = frozenset({"engine", "forecast", "lastDecision"})
-#: a pool's fields refreshed likewise: what the engine has fitted, not what runs
-REFRESHED_IN_POOL = frozenset({"capacityRps", "model"})
+#: a pool's fields refreshed likewise: what the engine has fitted, and what the Deployment observes (its
+#: replicas and ready pods, and the ready/desired summary). The Deployment's own status shows those at once;
+#: what the operator decided (desiredReplicas) is pressing, and a write for it carries them along. Written on
+#: every change, a scale-up whose pods came ready one by one wrote status at each (bench.operator_scale,
+#: docs/operator-scale.md run 18).
+REFRESHED_IN_POOL = frozenset({"capacityRps", "model", "replicas", "readyReplicas", "summary"})
 
 
 def _now() -> str:
@@ -185,7 +189,7 @@ class StatusUpdate:
 
     def pressing_fields(self) -> list[str]:
         """What the patch changes beyond refreshed values, by name (`phase`, `pools.a.desiredReplicas`,
-        `conditions.Ready`): the phase, replicas, weights, the incident, a condition's status, reason or observed
+        `conditions.Ready`): the phase, desired replicas, weights, the incident, a condition's status, reason or observed
         generation (a new spec), the Preview section, or any field's first value. Empty: only refreshed values.
 
         Why these go out on the tick they change: an SRE, `kubectl get` and a restarted operator act on them.

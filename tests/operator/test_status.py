@@ -158,7 +158,17 @@ def test_a_pools_summary_counts_what_was_set_earlier_in_the_same_update():
     update.pool("a", ready=3, desired=2)
     update.pool("a", desired=4)
     assert update.patch["pools"]["a"] == {"readyReplicas": 3, "desiredReplicas": 4, "summary": "3/4"}
-    assert sorted(update.pressing_fields()) == ["pools.a.desiredReplicas", "pools.a.readyReplicas", "pools.a.summary"]
+    assert sorted(update.pressing_fields()) == ["pools.a.desiredReplicas"]  # the decision; the rest rides along
+
+
+@pytest.mark.parametrize("ready, desired, pressing", [
+    (3, 2, []),  # a pod came ready: the Deployment shows it at once; status at the refresh
+    (2, 3, ["pools.a.desiredReplicas"]),  # the operator decided: written on this tick
+])
+def test_what_the_deployment_observes_is_refreshed_what_the_operator_decided_is_pressing(ready, desired, pressing):
+    update = StatusUpdate(_STEADY, generation=3)
+    update.pool("a", ready=ready, desired=desired)
+    assert sorted(update.pressing_fields()) == pressing
 
 
 @pytest.mark.parametrize("preview, pressing", [
