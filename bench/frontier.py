@@ -200,9 +200,10 @@ def plan_jobs(labels: list[str], scales: list[float], seeds: list[int], variants
         else:
             path, fmt = synthetic[(label, seed)], "azure"
         base = {"label": label, "path": path, "fmt": fmt, "scale": scale, "seed": seed, "incident": incident}
+        alone = [{**base, "u": DEFAULT_U, "policies": ["forescale"], "forecaster": v.forecaster, "reserve": v.reserve}
+                 for v in variants]
         if known and (label, scale, seed, incident) in known:
-            jobs += [{**base, "u": DEFAULT_U, "policies": ["forescale"], "forecaster": v.forecaster, "reserve": v.reserve}
-                     for v in variants]
+            jobs += alone
             continue
         first = variants[0]
         jobs.append({**base, "u": DEFAULT_U, "policies": ["forescale", "oracle", *PEERS],
@@ -210,8 +211,7 @@ def plan_jobs(labels: list[str], scales: list[float], seeds: list[int], variants
         for u in UTILIZATIONS:
             if u != DEFAULT_U:
                 jobs.append({**base, "u": u, "policies": list(PEERS), "forecaster": first.forecaster, "reserve": None})
-        for v in variants[1:]:
-            jobs.append({**base, "u": DEFAULT_U, "policies": ["forescale"], "forecaster": v.forecaster, "reserve": v.reserve})
+        jobs += alone[1:]
     # heaviest first, so two workers finish together
     return sorted(jobs, key=lambda j: (-j["scale"], -len(j["policies"])))
 
@@ -283,13 +283,15 @@ def explain(goal: str, case: dict, fs: dict, oracle: dict, points: list[PeerPoin
 def assemble(results: list[dict], variants: list[Variant], known: Mapping[tuple, dict] | None = None) -> list[dict]:
     """Group the replays by case; one row per case and Forescale configuration. A `known` case
     takes its peer points and oracle from there."""
-    cases: dict[tuple, dict] = {}
-    for key, case in (known or {}).items():
-        if any((r["job"]["label"], r["job"]["scale"], r["job"]["seed"], r["job"]["incident"]) == key for r in results):
-            cases[key] = {**case, "points": list(case["points"]), "forescale": {}, "replay_seconds": 0.0}
+    def key_of(job: dict) -> tuple:
+        return job["label"], job["scale"], job["seed"], job["incident"]
+
+    ran = {key_of(r["job"]) for r in results}
+    cases: dict[tuple, dict] = {key: {**case, "points": list(case["points"]), "forescale": {}, "replay_seconds": 0.0}
+                                for key, case in (known or {}).items() if key in ran}
     for r in results:
         j = r["job"]
-        key = (j["label"], j["scale"], j["seed"], j["incident"])
+        key = key_of(j)
         case = cases.setdefault(key, {"trace": j["label"], "scale": j["scale"], "seed": j["seed"], "incident": j["incident"],
                                       "duration_seconds": r["duration_seconds"], "incidents": r["incidents"],
                                       "points": [], "forescale": {}, "oracle": None, "replay_seconds": 0.0})

@@ -128,9 +128,9 @@ def decide(
         share_a = 100  # the overload shift is A's until its pods are ready
     size_cap_a = _sizing_capacity(models["a"], "a", target, size_prec_a, h, tick, params) * stretch
     if stretch > 1.0:
-        evidence = max(models["a"].prior_rps, models["a"].proven_rps)
         tick.reasons.append(f"a sized at {stretch:.2f}x its model's capacity: the error budget held at that load "
-                            f"(bounded by the load test or the pods' best within the target, {evidence:.1f} rps per pod)")
+                            f"(bounded by the load test or the pods' best within the target, "
+                            f"{models['a'].evidence_rps:.1f} rps per pod)")
     startup_a = startup["a"] if startup["a"] is not None else params.default_startup_seconds
     dem = sizing.demand(forecast, playbook.total_rate(obs), now, startup_a)
     size_cap_b = _sizing_capacity(models["b"], "b", target, spec.b.precision, 1.0, tick, params)
@@ -209,7 +209,7 @@ def _stretch(spec: InferenceSpec, state: EngineState, obs: Observations, model: 
     tick = budget.Spend(
         over_fraction=min(1.0, max(0.0, over)), budget=1.0 - spec.slo.quantile, per_pod_rps=per_pod,
         capacity_rps=model.capacity(target, params.speed(a.precision or precision), health=1.0),
-        ceiling=budget.ceiling(max(model.prior_rps, model.proven_rps), model.capacity(target, health=1.0)))
+        ceiling=budget.ceiling(model.evidence_rps, model.capacity(target, health=1.0)))
     return budget.next_stretch(learned.stretch, learned.spent, tick, params.burn_long_ticks)
 
 

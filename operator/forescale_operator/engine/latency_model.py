@@ -142,6 +142,12 @@ class PoolModel:
         return 1.0 / self.x[2]
 
     @property
+    def evidence_rps(self) -> float:
+        """What bounds the capacity from above: the load-tested point or the highest rate per pod the
+        pods served within the target, whichever is higher (at the reference, healthy, fp16)."""
+        return max(self.prior_rps, self.proven_rps)
+
+    @property
     def sigma(self) -> float:
         """The standard deviation of log(observed / predicted) on healthy samples."""
         return math.sqrt(self.resid_var)
@@ -204,7 +210,7 @@ class PoolModel:
 
     def _evidence_share(self) -> float:
         """min(1, evidence / the curve's own capacity at the target the prior was taken at)."""
-        evidence = max(self.prior_rps, self.proven_rps)
+        evidence = self.evidence_rps
         reference = self._curve_capacity(self.target_ms, 1.0, 1.0) if self.target_ms > 0 else 0.0
         if evidence <= 0 or not 0 < reference < math.inf:
             return 1.0
