@@ -17,7 +17,8 @@ side by side in interleaved rounds after a warm-up) and prints the goals:
 
 Every row is printed met or missed; a miss is explained from the measured
 per-stage times. `--write-speed` records the measured ratios in
-`forescale_server/variant_speed.json` (read by `forescale_server.variant_speed`).
+`forescale_profiles/variant_speed.json` (read by `forescale_profiles.variant_speed`: the
+replay's pool B).
 The machine's 2 cores are shared with other jobs: read ratios, not absolute times.
 """
 
@@ -31,9 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from forescale_profiles.variant_speed import SPEED_FILE
 from forescale_server.variant_manifest import MANIFEST, RECIPES
 from forescale_server.variant_report import measure_report, render_table
-from forescale_server.variant_speed import SPEED_FILE, speed_record
+from forescale_server.variant_speed import speed_record
 
 #: name -> (min speed-up at batch 32, min mean cosine, min Spearman); None: no goal
 GOALS = {

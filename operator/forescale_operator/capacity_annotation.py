@@ -1,4 +1,4 @@
-"""The per-resource capacity an SRE measured: the `forescale.io/capacity-rps` annotation.
+"""The per-resource capacities an SRE measured: the `forescale.io/capacity-rps` annotations.
 
 The engine sizes each pool from a latency model it learns online; its prior
 is a per-pod capacity at the SLO. The annotation sets that prior for one
@@ -8,6 +8,13 @@ requests per second one fp16 pod serves at the SLO:
     metadata:
       annotations:
         forescale.io/capacity-rps: "22"
+        forescale.io/capacity-rps-b: "60"   # only where pool B serves a lighter model
+
+Pool B serves A's model at a lower precision unless its template says
+otherwise; then its own load test sets B's prior with `capacity-rps-b` (a
+distilled student serves several times A's rate: without it, B's reserve
+would be sized as if its pods were A's). Both are at fp16; the engine carries
+each to its pool's precision.
 
 The model's curve goes through that point until the pods show otherwise:
 after enough samples the pods win, and a CapacityLearned event says so once.
@@ -24,22 +31,34 @@ from typing import Mapping
 from forescale_operator.engine import EngineParams
 
 ANNOTATION = "forescale.io/capacity-rps"
+ANNOTATION_B = "forescale.io/capacity-rps-b"
+#: each annotation and the EngineParams field it sets
+FIELDS = {ANNOTATION: "fallback_capacity_rps", ANNOTATION_B: "fallback_capacity_rps_b"}
 #: a value outside this range is a typo (1e-320 would ask for unbounded pods)
 MIN_RPS, MAX_RPS = 0.001, 1_000_000.0
 
 
+def raw_values(annotations: Mapping[str, str] | None) -> tuple[str | None, ...]:
+    """The raw text of each capacity annotation (None where absent): a change of any rebinds."""
+    return tuple((annotations or {}).get(key) for key in FIELDS)
+
+
 def engine_params(name: str, annotations: Mapping[str, str] | None) -> tuple[EngineParams, str | None]:
-    """EngineParams for the resource `name`, and a problem with its annotation (None when fine or absent)."""
-    raw = (annotations or {}).get(ANNOTATION)
-    if raw is None:
-        return EngineParams(name=name), None
-    try:
-        value = float(str(raw).strip())
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or not MIN_RPS <= value <= MAX_RPS:
-        return EngineParams(name=name), (
-            f"annotation {ANNOTATION}: must be a positive number of requests per second per pod "
-            f"({MIN_RPS:g} to {MAX_RPS:g}), got {raw!r}; ignored, the engine's latency model starts from its default prior"
-        )
-    return EngineParams(name=name, fallback_capacity_rps=value), None
+    """EngineParams for the resource `name`, and what is wrong with its annotations (None when fine or absent).
+    A bad value is ignored on its own: the other annotation still applies."""
+    values, problems = {}, []
+    for key, field in FIELDS.items():
+        raw = (annotations or {}).get(key)
+        if raw is None:
+            continue
+        try:
+            value = float(str(raw).strip())
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or not MIN_RPS <= value <= MAX_RPS:
+            problems.append(
+                f"annotation {key}: must be a positive number of requests per second per pod "
+                f"({MIN_RPS:g} to {MAX_RPS:g}), got {raw!r}; ignored, the engine's latency model starts from its default prior")
+            continue
+        values[field] = value
+    return EngineParams(name=name, **values), "; ".join(problems) or None

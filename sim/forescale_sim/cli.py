@@ -4,7 +4,7 @@
         [--policies forescale,hpa,keda,kpa,static,oracle] [--slo-ms N]
         [--startup-seconds N] [--incidents SPEC] [--seed N] [--json] [--plot OUT.png]
         [--max-replicas N] [--profile NAME] [--compress X] [--forecaster NAME] [--spec FILE]
-        [--peer-utilization U] [--load-scale X]
+        [--peer-utilization U] [--load-scale X] [--b-variant NAME]
 
 With `--json` exactly one JSON object goes to stdout and
 progress to stderr; otherwise a table is printed. Bad input gets one line
@@ -18,6 +18,8 @@ import sys
 from typing import Optional
 
 import typer
+
+from .pool_b import DEFAULT_B_VARIANT
 
 app = typer.Typer(add_completion=False, rich_markup_mode=None, help="Replay a real trace through the cluster simulator, once per policy.")
 
@@ -58,6 +60,7 @@ def replay(
     spec: Optional[str] = typer.Option(None, "--spec", help="An InferenceDeployment (YAML/JSON) for the forescale policy; its slo comes from --slo-ms."),
     peer_utilization: str = typer.Option("0.7", "--peer-utilization", help="Every peer's per-pod target = U x the calibrated capacity at the SLO; 0 < U <= 1.5."),
     load_scale: str = typer.Option("1", "--load-scale", help="X >= 1: a rate trace's rates x X; a request trace as X superposed copies (whole X), each shifted circularly by a seeded offset."),
+    b_variant: str = typer.Option(DEFAULT_B_VARIANT, "--b-variant", help="Pool B's model, served at int8: int8 (A's model) or distilled-int8, at its measured speed and agreement (forescale_profiles/variant_speed.json, measured on CPU, carried to the GPU profile)."),
 ) -> None:
     """Replay a trace once per policy and compare them side by side."""
     from .calibration import check_peer_utilization
@@ -79,7 +82,8 @@ def replay(
         opts = ReplayOptions(trace=trace, fmt=fmt, policies=parse_policies(policies), slo_ms=slo_ms,
                              startup_seconds=startup_seconds, incidents=incidents, seed=seed, profile=profile,
                              max_replicas=max_replicas, compress=compress, forecaster=forecaster,
-                             spec_overrides=overrides, peer_utilization=utilization, load_scale=scale)
+                             spec_overrides=overrides, peer_utilization=utilization, load_scale=scale,
+                             b_variant=b_variant)
         result = run_replay(opts)
         if plot:
             from .plot import plot_replay

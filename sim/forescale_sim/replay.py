@@ -42,6 +42,8 @@ class ClusterConfig:
     b_precision: str = "int8"
     a_cost_weight: float = 1.0
     b_cost_weight: float = 1.0
+    #: pool B's model's service time relative to A's at the same precision (a distilled variant < 1)
+    b_model_factor: float = 1.0
     timeout_s: float = DEFAULT_TIMEOUT_S
     seed: int = 0
 
@@ -216,6 +218,7 @@ def run_policy(trace: RequestTrace | RateTrace, policy: Policy, cfg: ClusterConf
             next_decision += policy.interval_seconds
         w_b = act.weights["b"] / 100.0
         slow = {name: slowdown_at(incidents, name, now) for name in pools}
+        slow["b"] *= cfg.b_model_factor
         for i, name in enumerate(("a", "b")):
             rec.replicas[i, t] = pools[name].replicas()
             rec.ready[i, t] = len(pools[name].ready_pods(now))

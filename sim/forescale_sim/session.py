@@ -20,6 +20,7 @@ from .calibration import PEER_UTILIZATION, Calibration, check_peer_utilization
 from .errors import SimError
 from .incidents import Incident, default_incidents, parse_incidents
 from .load_scale import check_load_scale, scale_load
+from .pool_b import DEFAULT_B_VARIANT, resolve
 from .policies.factory import PolicyContext, make_policy
 from .replay import ClusterConfig, PolicyRun, run_policy
 from .trace_types import RateTrace, RequestTrace
@@ -54,6 +55,8 @@ class ReplayOptions:
     peer_utilization: float = PEER_UTILIZATION
     #: the load multiplied by this (load_scale.py)
     load_scale: float = 1.0
+    #: pool B's model (pool_b.py): A's model at int8, or a measured lighter variant
+    b_variant: str = DEFAULT_B_VARIANT
     progress: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)
 
 
@@ -137,6 +140,7 @@ def run_replay(opts: ReplayOptions) -> ReplayResult:
         raise SimError(f"--max-replicas must be >= 1, got {opts.max_replicas}")
     check_peer_utilization(opts.peer_utilization)
     check_load_scale(opts.load_scale)
+    variant_b = resolve(opts.b_variant)
     incidents = parse_incidents(opts.incidents) if opts.incidents is not None else None
     opts.progress(f"reading {opts.trace} ({opts.fmt})")
     read = load_trace(opts.trace, opts.fmt, seed=opts.seed, compress=opts.compress)
@@ -173,6 +177,8 @@ def run_replay(opts: ReplayOptions) -> ReplayResult:
         "capacity_rps_at_slo": {"fp16": round(cap16, 4), "int8": round(cap8, 4)},
         "peer_utilization": cal.utilization,
         "target_per_pod": round(cal.target_per_pod("fp16"), 4),
+        "pool_b": {"variant": variant_b.name, "service_time_vs_a_fp16": round(variant_b.service_factor, 4),
+                   "agreement": variant_b.agreement, "label": variant_b.label},
     }
     opts.progress(f"calibration ({profile.name}, SLO {slo_ms:g} ms p{opts.quantile * 100:g}): capacity "
                   f"{cap16:.3f} rps/pod fp16, {cap8:.3f} int8; peers' target_per_pod {cal.target_per_pod():.3f}")
@@ -182,9 +188,9 @@ def run_replay(opts: ReplayOptions) -> ReplayResult:
     if "forescale" in opts.policies:
         forecaster_factory, forecaster_label = _forecaster_factory(opts.forecaster, opts.progress)
     ctx = PolicyContext(cal, window_rates, peak, incidents, opts.startup_seconds, opts.max_replicas,
-                        slo_ms, opts.quantile, forecaster_factory, opts.spec_overrides)
+                        slo_ms, opts.quantile, forecaster_factory, opts.spec_overrides, variant_b)
     cfg = ClusterConfig(profile=profile, slo_ms=slo_ms, quantile=opts.quantile,
-                        startup_seconds=opts.startup_seconds, seed=opts.seed)
+                        startup_seconds=opts.startup_seconds, seed=opts.seed, b_model_factor=variant_b.model_factor)
     runs: dict[str, PolicyRun] = {}
     for name in opts.policies:
         policy = make_policy(name, ctx)

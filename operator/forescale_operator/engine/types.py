@@ -224,6 +224,10 @@ class EngineParams:
     #: the latency model's prior: per-pod capacity at the SLO at fp16 (requests/s), from a load
     #: test (the forescale.io/capacity-rps annotation) or this default
     fallback_capacity_rps: float = 10.0
+    #: pool B's prior where its pods serve a lighter model than A's (a distilled variant): what one
+    #: B pod serves at the SLO at fp16, from B's own load test (the forescale.io/capacity-rps-b
+    #: annotation). None: B serves A's model, so A's prior, carried to B's precision
+    fallback_capacity_rps_b: float | None = None
     #: relative throughput per precision, used to carry the latency curve across precisions
     precision_speed: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_PRECISION_SPEED))
     #: an innovation beyond this many standard deviations is an outlier, not learned
@@ -271,6 +275,7 @@ class EngineParams:
         checks = (
             ("stabilization_seconds", self.stabilization_seconds is None or self.stabilization_seconds >= 0),
             ("fallback_capacity_rps", self.fallback_capacity_rps > 0),
+            ("fallback_capacity_rps_b", self.fallback_capacity_rps_b is None or self.fallback_capacity_rps_b > 0),
             ("gate_sigmas", self.gate_sigmas > 0),
             ("max_step", 0 < self.max_step <= 1),
             ("max_slowdown", self.max_slowdown >= 1),
@@ -303,6 +308,12 @@ class EngineParams:
         if pool in self.pool_names:
             return self.pool_names[pool]
         return f"{self.name}-{pool}" if self.name else pool
+
+    def prior_rps(self, pool: str) -> float:
+        """The capacity at the SLO (one pod, fp16) a pool's latency model starts from."""
+        if pool == "b" and self.fallback_capacity_rps_b is not None:
+            return self.fallback_capacity_rps_b
+        return self.fallback_capacity_rps
 
     def speed(self, precision: str) -> float:
         """Relative throughput of a precision (1.0 when unknown)."""

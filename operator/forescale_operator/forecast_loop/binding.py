@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
-from ..capacity_annotation import ANNOTATION, engine_params
+from ..capacity_annotation import engine_params, raw_values
 from ..children import Owner
 from ..engine import EngineParams
 from ..kube.client import KubeApi
@@ -34,8 +34,8 @@ class ResourceBinding:
     owner: Owner
     #: metadata.generation bound (None: not cached)
     generation: int | None
-    #: the forescale.io/capacity-rps annotation bound (its raw text, None when absent)
-    annotation: str | None
+    #: the forescale.io/capacity-rps annotations bound (their raw text, None where absent)
+    annotation: tuple[str | None, ...]
     spec: InferenceSpec
     #: the engine's parameters: the capacity annotation's prior, or the default one
     params: EngineParams
@@ -62,7 +62,7 @@ def bind(body: Mapping[str, Any], api: KubeApi, *, sources: dict[str, MetricSour
     """Bind `body` as it is now; SpecError when its spec does not parse. Metric sources are shared by URL in `sources`."""
     meta = body["metadata"]
     owner = Owner.from_body(body)
-    annotation = (meta.get("annotations") or {}).get(ANNOTATION)
+    annotation = raw_values(meta.get("annotations"))
     spec = parse_spec(body.get("spec") or {})
     params, problem = engine_params(owner.name, meta.get("annotations"))
     if spec.adopts:
@@ -99,7 +99,7 @@ class Bindings:
         held = self._bound.get(meta["uid"])
         generation = meta.get("generation")
         if (held is not None and generation is not None and held.generation == generation
-                and held.annotation == (meta.get("annotations") or {}).get(ANNOTATION)):
+                and held.annotation == raw_values(meta.get("annotations"))):
             return held
         binding = bind(body, api, sources=self._sources, prometheus_url=self.prometheus_url,
                        admin_secret=self.admin_secret, build=self._build, batch=self._batch)

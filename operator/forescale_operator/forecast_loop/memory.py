@@ -38,7 +38,7 @@ class ResourceMemory:
     #: held while a tick runs, and by the delete handler (ForecastLoop.acting)
     acting: asyncio.Lock = field(default_factory=asyncio.Lock)
     #: the bad forescale.io/capacity-rps value already reported with a Warning event (None: none reported)
-    reported_annotation: str | None = None
+    reported_annotation: tuple[str | None, ...] | None = None
     #: the engine's state after the last tick, newer than `status.engine` while that is one of `state_over`
     state: EngineState | None = None
     state_over: tuple[Any, ...] = ()

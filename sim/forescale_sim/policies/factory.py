@@ -7,6 +7,8 @@ from typing import Callable
 
 import numpy as np
 
+from forescale_profiles.variant_speed import PoolBVariant
+
 from ..calibration import Calibration
 from ..cluster import slowdown_at
 from ..errors import SimError
@@ -30,6 +32,8 @@ class PolicyContext:
     quantile: float
     forecaster_factory: Callable[[float, float], object] | None = None
     spec_overrides: dict | None = None
+    #: pool B's model (forescale_sim.pool_b); None: A's model at int8
+    variant_b: PoolBVariant | None = None
 
 
 def parse_policies(text: str) -> list[str]:
@@ -79,10 +83,15 @@ def make_policy(name: str, ctx: PolicyContext) -> Policy:
             raise SimError(f"the forescale policy's spec is invalid: {exc}") from None
         # The calibrated capacity is what an operator sets from a load test (the
         # forescale.io/capacity-rps annotation): the latency model's prior.
+        # B's own load test where it serves a lighter model (forescale.io/capacity-rps-b).
+        lighter = ctx.variant_b is not None and ctx.variant_b.model_factor != 1.0
         params = EngineParams(name="replay", fallback_capacity_rps=ctx.calibration.capacity("fp16"),
+                              fallback_capacity_rps_b=(ctx.calibration.capacity("fp16", ctx.variant_b.model_factor)
+                                                       if lighter else None),
                               default_startup_seconds=ctx.startup_seconds)
         forecaster = ctx.forecaster_factory(spec.forecast.step_seconds, spec.forecast.horizon_seconds) if ctx.forecaster_factory else None
         if forecaster is None:
             raise SimError("the forescale policy needs a forecaster")
-        return ForescalePolicy(spec, forecaster, params, target)
+        agreement_b = ctx.variant_b.agreement if ctx.variant_b is not None else None
+        return ForescalePolicy(spec, forecaster, params, target, agreement_b)
     raise SimError(f"unknown policy {name!r}; choose from {', '.join(POLICIES)}")

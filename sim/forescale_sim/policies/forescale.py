@@ -5,7 +5,7 @@ Every `forecast.stepSeconds` the policy builds the engine's Observations from
 the simulated cluster (per pool: replicas, ready pods, request rate, the SLO
 quantile of latency of the requests completed in the last step, the share
 rejected or failed, the requests waiting for their first token, the
-agreement from AGREEMENT below, the runtime precision and the last measured
+agreement from AGREEMENT below (pool B: its variant's measured one), the runtime precision and the last measured
 start-up), asks the forecaster for the next horizon from the rate and
 latency history on the same step, and applies the Decision: desired
 replicas of both pools, the route weights and pool A's runtime precision.
@@ -63,8 +63,11 @@ class ForescalePolicy:
 
     name = "forescale"
 
-    def __init__(self, spec: InferenceSpec, forecaster, params: EngineParams, target_per_pod: float) -> None:
+    def __init__(self, spec: InferenceSpec, forecaster, params: EngineParams, target_per_pod: float,
+                 agreement_b: float | None = None) -> None:
         self.spec = spec
+        #: what pool B's servers report: its variant's measured agreement (None: AGREEMENT at its precision)
+        self.agreement_b = agreement_b
         self.forecaster = forecaster
         self.params = params
         self.target_per_pod = target_per_pod
@@ -100,7 +103,7 @@ class ForescalePolicy:
             latency_ms=view.latency_ms(pool, step),
             error_rate=view.error_rate(pool, step),
             queue_depth=view.queue_depth(pool),
-            agreement=AGREEMENT.get(precision),
+            agreement=self.agreement_b if pool == "b" and self.agreement_b is not None else AGREEMENT.get(precision),
             precision=precision,
             startup_seconds=startups[-1] if startups else None,
             service_ms=service_ms,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forescale_operator.capacity_annotation import ANNOTATION
+from forescale_operator.capacity_annotation import ANNOTATION, ANNOTATION_B
 from forescale_operator.children import Owner
 from forescale_operator.forecast_loop.binding import Bindings
 from forescale_operator.readings.noop import NoopMetricSource
@@ -32,6 +32,7 @@ def _body(example, *, generation=1, annotations=None, uid="uid-1") -> dict:
     pytest.param(1, {}, False, id="same-generation"),
     pytest.param(2, {}, True, id="spec-changed"),
     pytest.param(1, {ANNOTATION: "22"}, True, id="capacity-annotation-changed"),
+    pytest.param(1, {ANNOTATION_B: "60"}, True, id="pool-b-capacity-annotation-changed"),
     pytest.param(1, {"forescale.io/last-handled-configuration": "{}"}, False, id="kopf-annotation-changed"),
 ])
 def test_a_binding_is_kept_until_the_generation_or_the_capacity_annotation_changes(example, generation, annotations,
