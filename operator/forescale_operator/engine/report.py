@@ -39,14 +39,16 @@ def scale_events(
     share_a: int = 100,
     sizing_a: tuple[float, str] | None = None,
 ) -> list[Event]:
-    """ScaledUp / ScaledDown when a pool's desired replicas change from the last decision.
+    """ScaledUp / ScaledDown when a pool's desired replicas change from the last decision: one event
+    per direction, naming each pool that moved that way (A and B often move on the same tick, as B's
+    reserve follows the band that sizes A; one event each doubled the operator's event writes).
 
     `share_a` is the share of the demand A was sized for (its weight, or the
     share after the next cut-back step); `sizing_a` the per-pod capacity and
     precision A was sized at when not `capacity_rps["a"]` at `precision_a`
     (the last cut-back step sizes at the template precision).
     """
-    events = []
+    moves: dict[Reason, list[str]] = {}
     for pool in ("a", "b"):
         before = last_desired[pool] if last_desired is not None else obs.pool(pool).replicas
         after = desired[pool]
@@ -66,12 +68,9 @@ def scale_events(
             why = f"reserve {spec.warm_reserve_percent}% of {demand.peak:.0f} rps (the upper band's peak)"
         reason = Reason.SCALED_UP if after > before else Reason.SCALED_DOWN
         verb = "up" if after > before else "down"
-        events.append(Event(
-            reason,
-            f"Scale {params.pool_name(pool)} {verb} from {before} to {after}: {why}; "
-            f"{per_pod:.1f} rps per pod at {precision}",
-        ))
-    return events
+        moves.setdefault(reason, []).append(
+            f"{params.pool_name(pool)} {verb} from {before} to {after}: {why}; {per_pod:.1f} rps per pod at {precision}")
+    return [Event(reason, "Scale " + "; scale ".join(parts)) for reason, parts in moves.items()]
 
 
 def conditions(

@@ -512,3 +512,23 @@ def test_a_pool_held_at_one_operating_point_keeps_a_bounded_covariance():
     assert math.sqrt(model.p[0]) <= MAX_RELATIVE_SIGMA * model.x[0] * 1.0001
     assert math.sqrt(model.p[5]) <= MAX_RELATIVE_SIGMA * model.x[2] * 1.0001
     assert 0 < model.capacity(200.0) < math.inf
+
+
+@pytest.mark.parametrize("a_ready, b_ready, reserve, forecast, events", [
+    # A and B both grow with the band: one ScaledUp naming both pools
+    (10, 1, 20, 900.0, [(Reason.SCALED_UP, ("Scale chat-a up from 10 to 15: forecast", "; scale chat-b up from 1 to 2: reserve 20%"))]),
+    # A grows, B (no reserve) shrinks to what the emergency share needs: one event per direction
+    (10, 4, 0, 900.0, [(Reason.SCALED_UP, ("Scale chat-a up from 10 to 19",)), (Reason.SCALED_DOWN, ("Scale chat-b down from 4 to",))]),
+    # A had more than the band needs and shrinks while B grows: again one event per direction
+    (20, 1, 20, 900.0, [(Reason.SCALED_DOWN, ("Scale chat-a down from 20 to 15",)), (Reason.SCALED_UP, ("Scale chat-b up from 1 to 2",))]),
+])
+def test_one_scale_event_per_direction(tick, a_ready, b_ready, reserve, forecast, events):
+    s = Scenario(tick, spec=build_spec(warmReservePercent=reserve))
+    params = replace(PARAMS, stabilization_seconds=0.0)  # no window: a pool may shrink from the second tick
+    s.at(healthy_ms(30.0), rate=300.0, a=(a_ready, a_ready), b=(b_ready, b_ready), forecast=300.0, params=params)
+    s.state = replace(s.state, learned=replace(s.state.learned, last_desired={"a": a_ready, "b": b_ready}))
+    d = s.at(healthy_ms(30.0), rate=300.0, a=(a_ready, a_ready), b=(b_ready, b_ready), forecast=forecast, params=params)
+    scaled = [(e.reason, e.message) for e in d.events if e.reason in (Reason.SCALED_UP, Reason.SCALED_DOWN)]
+    assert [r for r, _ in scaled] == [r for r, _ in events], scaled
+    for (_, message), (_, parts) in zip(scaled, events):
+        assert all(p in message for p in parts) and message.count("Scale ") == 1, message
