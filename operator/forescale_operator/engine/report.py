@@ -40,8 +40,8 @@ def scale_events(
     sizing_a: tuple[float, str] | None = None,
 ) -> list[Event]:
     """ScaledUp / ScaledDown when a pool's desired replicas change from the last decision: one event
-    per direction, naming each pool that moved that way (A and B often move on the same tick, as B's
-    reserve follows the band that sizes A; one event each doubled the operator's event writes).
+    per direction, naming each pool that moved that way (B's reserve follows the band that sizes A, so
+    on a ramp both move on the same tick; one event says so, and is one API write instead of two).
 
     `share_a` is the share of the demand A was sized for (its weight, or the
     share after the next cut-back step); `sizing_a` the per-pod capacity and
