@@ -83,6 +83,11 @@ WARNING_REASONS = frozenset(
 )
 
 
+#: events whose repetition nothing in status guards: a scale is compared with the engine's last decision and,
+#: after a restart, with the Deployment's replicas, so a tick that posts only these need not write status
+SCALE_REASONS = frozenset({Reason.SCALED_UP, Reason.SCALED_DOWN})
+
+
 def event_type(reason: Reason) -> str:
     """`Warning` or `Normal`, as Kubernetes events spell it."""
     return "Warning" if reason in WARNING_REASONS else "Normal"

@@ -31,12 +31,16 @@ from .weights import Weights
 
 #: top-level fields refreshed rather than written on every change (their first value is written at once)
 REFRESHED = frozenset({"engine", "forecast", "lastDecision"})
-#: a pool's fields refreshed likewise: what the engine has fitted, and what the Deployment observes (its
-#: replicas and ready pods, and the ready/desired summary). The Deployment's own status shows those at once;
-#: what the operator decided (desiredReplicas) is pressing, and a write for it carries them along. Written on
-#: every change, a scale-up whose pods came ready one by one wrote status at each (bench.operator_scale,
-#: docs/operator-scale.md run 18).
-REFRESHED_IN_POOL = frozenset({"capacityRps", "model", "replicas", "readyReplicas", "summary"})
+#: a pool's fields refreshed likewise: what the engine has fitted, what the Deployment observes (its replicas
+#: and ready pods, and the ready/desired summary), and the replicas decided. A scale is carried out on the
+#: Deployment (its spec.replicas) and said in a ScaledUp/ScaledDown event on the tick it is decided; status
+#: mirrors it within a refresh. Written on every change, a scale-up wrote status at the decision and at each
+#: pod that came ready (bench.operator_scale, docs/operator-scale.md runs 18 and 20).
+REFRESHED_IN_POOL = frozenset({"capacityRps", "model", "replicas", "readyReplicas", "summary", "desiredReplicas"})
+#: phases that only say whether the Deployments have the pods they were asked for (desired != ready): a move
+#: between them is observed, not decided, and is refreshed like the replica counts it follows. Every other
+#: phase (an incident, Degraded, Invalid, Pending) is pressing, and so is a move into or out of one.
+OBSERVED_PHASES = frozenset({Phase.STABLE.value, Phase.SCALING.value})
 
 
 def _now() -> str:
@@ -44,8 +48,10 @@ def _now() -> str:
 
 
 def _standing(condition: Mapping[str, Any]) -> tuple[Any, Any, Any]:
-    """What of a condition is pressing when it changes: not its message, whose numbers move every tick."""
-    return condition.get("status"), condition.get("reason"), condition.get("observedGeneration")
+    """What of a condition is pressing when it changes: not its message, whose numbers move every tick, nor a
+    reason that is an observed phase (Ready's reason is the phase: Stable or Scaling)."""
+    reason = condition.get("reason")
+    return condition.get("status"), None if reason in OBSERVED_PHASES else reason, condition.get("observedGeneration")
 
 
 def _merged(patch: Mapping[str, Any], old: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
@@ -188,9 +194,9 @@ class StatusUpdate:
         return key == "lastDecision" and self.value("preview") is not None
 
     def pressing_fields(self) -> list[str]:
-        """What the patch changes beyond refreshed values, by name (`phase`, `pools.a.desiredReplicas`,
-        `conditions.Ready`): the phase, desired replicas, weights, the incident, a condition's status, reason or observed
-        generation (a new spec), the Preview section, or any field's first value. Empty: only refreshed values.
+        """What the patch changes beyond refreshed values, by name (`phase`, `weights`, `conditions.Ready`): the
+        phase (but Stable <-> Scaling), weights, the incident, a condition's status, reason or observed generation
+        (a new spec), the Preview section, or any field's first value. Empty: only refreshed values.
 
         Why these go out on the tick they change: an SRE, `kubectl get` and a restarted operator act on them.
         The rest can wait for the next refresh; a restart loses at most that much of the learned state.
@@ -201,6 +207,8 @@ class StatusUpdate:
                 for pool, fields in value.items():
                     old = (self._current.get("pools") or {}).get(pool) or {}
                     names += [f"pools.{pool}.{k}" for k in fields if k not in REFRESHED_IN_POOL or old.get(k) is None]
+            elif key == "phase" and {value, self._current.get(key)} <= OBSERVED_PHASES:
+                continue  # Stable <-> Scaling: the Deployments catching up, observed (OBSERVED_PHASES)
             elif key not in REFRESHED or self._current.get(key) is None or self._previewed(key):
                 names.append(key)
         return names + [f"conditions.{t}" for t, c in self._conditions.items()

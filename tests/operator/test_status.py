@@ -109,8 +109,10 @@ _STEADY = {
     pytest.param(lambda u: u.condition(ConditionType.READY, True, "Seen", "p99 41 ms"), False, id="condition-message"),
     pytest.param(lambda u: u.condition(ConditionType.READY, False, "Seen", "p99 41 ms"), True, id="condition-status"),
     pytest.param(lambda u: u.condition(ConditionType.READY, True, "Other", "p99 40 ms"), True, id="condition-reason"),
-    pytest.param(lambda u: u.phase(Phase.SCALING), True, id="phase"),
-    pytest.param(lambda u: u.pool("a", desired=3), True, id="replicas"),
+    pytest.param(lambda u: u.phase(Phase.SCALING), False, id="phase-stable-to-scaling-observed"),
+    pytest.param(lambda u: u.phase(Phase.EMERGENCY), True, id="phase-into-an-incident"),
+    pytest.param(lambda u: u.phase(Phase.DEGRADED), True, id="phase-degraded"),
+    pytest.param(lambda u: u.pool("a", desired=3), False, id="decided-replicas-on-the-deployment"),
     pytest.param(lambda u: u.pool("b", capacity_rps=5.0), True, id="a-pool's-first-value"),
     pytest.param(lambda u: u.weights(Weights(70, 30)), True, id="weights"),
     pytest.param(lambda u: u.cutback(1, None), True, id="cutback-step"),
@@ -158,16 +160,17 @@ def test_a_pools_summary_counts_what_was_set_earlier_in_the_same_update():
     update.pool("a", ready=3, desired=2)
     update.pool("a", desired=4)
     assert update.patch["pools"]["a"] == {"readyReplicas": 3, "desiredReplicas": 4, "summary": "3/4"}
-    assert sorted(update.pressing_fields()) == ["pools.a.desiredReplicas"]  # the decision; the rest rides along
+    assert update.pressing_fields() == []  # all refreshed: the scale is on the Deployment and in its event
 
 
-@pytest.mark.parametrize("ready, desired, pressing", [
-    (3, 2, []),  # a pod came ready: the Deployment shows it at once; status at the refresh
-    (2, 3, ["pools.a.desiredReplicas"]),  # the operator decided: written on this tick
+@pytest.mark.parametrize("ready, desired, first, pressing", [
+    (3, 2, False, []),  # a pod came ready: the Deployment shows it at once; status at the refresh
+    (2, 3, False, []),  # the operator decided: on the Deployment and in a ScaledUp event now, status at the refresh
+    (2, 3, True, ["pools.b.desiredReplicas", "pools.b.readyReplicas", "pools.b.summary"]),  # a pool's first values
 ])
-def test_what_the_deployment_observes_is_refreshed_what_the_operator_decided_is_pressing(ready, desired, pressing):
+def test_replica_counts_are_refreshed_once_a_pool_has_them(ready, desired, first, pressing):
     update = StatusUpdate(_STEADY, generation=3)
-    update.pool("a", ready=ready, desired=desired)
+    update.pool("b" if first else "a", ready=ready, desired=desired)
     assert sorted(update.pressing_fields()) == pressing
 
 
@@ -181,3 +184,18 @@ def test_in_preview_each_decisions_summary_is_written(preview, pressing):
     update.preview(preview)
     update.last_decision("Preview: would scale chat-a from 2 to 3")
     assert update.pressing_fields() == pressing
+
+
+@pytest.mark.parametrize("phase, pressing", [
+    (Phase.SCALING, False),     # the Deployments catching up with a scale: observed, refreshed
+    (Phase.STABLE, False),
+    (Phase.EMERGENCY, True),    # the playbook: written on the tick
+    (Phase.DEGRADED, True),
+])
+def test_readys_reason_is_pressing_as_the_phase_it_names(phase, pressing):
+    steady = {**_STEADY, "conditions": [{**c, "reason": "Stable"} if c["type"] == ConditionType.READY.value else c
+                                        for c in _STEADY["conditions"]]}
+    update = StatusUpdate(steady, generation=3)
+    update.phase(phase)
+    update.condition(ConditionType.READY, True, phase.value, "p99 40 ms")
+    assert bool(update.pressing_fields()) is pressing

@@ -34,7 +34,7 @@ from ..forecast_loop.saved_state import load_state
 from ..forecast_loop.setting_problems import report_ignored_annotation, report_no_metric_source
 from ..kube.client import KubeApi
 from ..phase import Phase
-from ..reasons import Reason
+from ..reasons import SCALE_REASONS, Reason
 from ..readings import build_observations, read
 from ..readings.observations import PoolState
 from ..spec import SpecError
@@ -186,9 +186,10 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     record_decision(update, decision, forecast, reading, report, memory, now)
     record_telemetry(loop.telemetry, owner, spec, decision, forecast, reading, seen, decision_seconds, report, memory)
     pressing = update.pressing_fields()
-    if decision.events or warned:
+    if warned or any(e.reason not in SCALE_REASONS for e in decision.events):
         # What keeps an event from being posted again is in status (the engine's `contradicted` and
-        # `forecastSpike`, AdminReady's finding): a tick that posted one writes it on the same tick.
+        # `forecastSpike`, AdminReady's finding): a tick that posted one writes it on the same tick. A scale's
+        # event needs no such guard (SCALE_REASONS), and the scale itself is on the Deployment.
         pressing.append("an event posted")
     if status_due(pressing, memory, mono, spec.forecast.step_seconds):
         if await write_status(deps.api, owner.namespace, owner.name, update):
