@@ -11,10 +11,11 @@ requests per second one fp16 pod serves at the SLO:
         forescale.io/capacity-rps-b: "60"   # only where pool B serves a lighter model
 
 Pool B serves A's model at a lower precision unless its template says
-otherwise; then its own load test sets B's prior with `capacity-rps-b` (a
-distilled student serves several times A's rate: without it, B's reserve
-would be sized as if its pods were A's). Both are at fp16; the engine carries
-each to its pool's precision.
+otherwise; then its own load test sets B's prior with `capacity-rps-b`, per
+pod at B's own precision, as `forescale stress` against B's server measures it
+(a distilled student serves several times A's rate: without it, B's reserve
+would be sized as if its pods were A's). The engine carries each to the
+other precisions by their speeds.
 
 The model's curve goes through that point until the pods show otherwise:
 after enough samples the pods win, and a CapacityLearned event says so once.

@@ -26,7 +26,7 @@ def test_good_values(annotations, prior_a, prior_b):
     params, problem = engine_params("chat", annotations)
     assert problem is None
     assert params.name == "chat"
-    assert (params.prior_rps("a"), params.prior_rps("b")) == (prior_a, prior_b)
+    assert (params.prior_rps("a", "fp16"), params.prior_rps("b", "fp16")) == (prior_a, prior_b)
 
 
 @pytest.mark.parametrize("key", [ANNOTATION, ANNOTATION_B])
@@ -41,7 +41,7 @@ def test_bad_values_are_named_and_ignored(key, value):
 def test_a_bad_value_leaves_the_other_annotation_applied():
     params, problem = engine_params("chat", {ANNOTATION: "22", ANNOTATION_B: "fast"})
     assert problem.startswith(f"annotation {ANNOTATION_B}:") and ANNOTATION + ":" not in problem
-    assert (params.prior_rps("a"), params.prior_rps("b")) == (22.0, 22.0)
+    assert (params.prior_rps("a", "fp16"), params.prior_rps("b", "fp16")) == (22.0, 22.0)
     params, problem = engine_params("chat", {ANNOTATION: "0", ANNOTATION_B: "-1"})
     assert problem.count("annotation forescale.io/capacity-rps") == 2
     assert params == EngineParams(name="chat")

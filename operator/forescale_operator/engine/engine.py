@@ -397,7 +397,7 @@ def _hold(spec: InferenceSpec, state: EngineState, obs: Observations, forecast: 
     new_state = replace(state, learned=replace(state.learned, metrics_unavailable=True, last_desired=desired))
     prec_a = state.incident.runtime_precision_a or spec.a.precision
     target = spec.slo.target_latency_ms
-    models = {p: state.learned.models.get(p) or PoolModel.prior(params.prior_rps(p), target) for p in ("a", "b")}
+    models = {p: state.learned.models.get(p) or PoolModel.prior(params.prior_rps(p, spec.pool(p).precision), target) for p in ("a", "b")}
     weights = dict(state.weights)
     return Decision(
         desired_replicas=desired,

@@ -46,7 +46,7 @@ def learn(
     target = spec.slo.target_latency_ms
     out = {}
     for pool in ("a", "b"):
-        model = models.get(pool) or PoolModel.prior(params.prior_rps(pool), target)
+        model = models.get(pool) or PoolModel.prior(params.prior_rps(pool, spec.pool(pool).precision), target)
         o = obs.pool(pool)
         valid = (
             not (draining_a and pool == "a")

@@ -225,8 +225,8 @@ class EngineParams:
     #: test (the forescale.io/capacity-rps annotation) or this default
     fallback_capacity_rps: float = 10.0
     #: pool B's prior where its pods serve a lighter model than A's (a distilled variant): what one
-    #: B pod serves at the SLO at fp16, from B's own load test (the forescale.io/capacity-rps-b
-    #: annotation). None: B serves A's model, so A's prior, carried to B's precision
+    #: B pod serves at the SLO at B's own precision, from B's own load test (the
+    #: forescale.io/capacity-rps-b annotation). None: B serves A's model, so A's prior, carried to B's precision
     fallback_capacity_rps_b: float | None = None
     #: relative throughput per precision, used to carry the latency curve across precisions
     precision_speed: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_PRECISION_SPEED))
@@ -309,10 +309,11 @@ class EngineParams:
             return self.pool_names[pool]
         return f"{self.name}-{pool}" if self.name else pool
 
-    def prior_rps(self, pool: str) -> float:
-        """The capacity at the SLO (one pod, fp16) a pool's latency model starts from."""
+    def prior_rps(self, pool: str, precision: str) -> float:
+        """The capacity at the SLO a pool's latency model starts from, per pod at the reference (fp16):
+        B's own load test was taken at B's precision (`precision`), so it is carried back by its speed."""
         if pool == "b" and self.fallback_capacity_rps_b is not None:
-            return self.fallback_capacity_rps_b
+            return self.fallback_capacity_rps_b / self.speed(precision)
         return self.fallback_capacity_rps
 
     def speed(self, precision: str) -> float:

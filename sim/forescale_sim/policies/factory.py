@@ -86,7 +86,7 @@ def make_policy(name: str, ctx: PolicyContext) -> Policy:
         # B's own load test where it serves a lighter model (forescale.io/capacity-rps-b).
         lighter = ctx.variant_b is not None and ctx.variant_b.model_factor != 1.0
         params = EngineParams(name="replay", fallback_capacity_rps=ctx.calibration.capacity("fp16"),
-                              fallback_capacity_rps_b=(ctx.calibration.capacity("fp16", ctx.variant_b.model_factor)
+                              fallback_capacity_rps_b=(ctx.calibration.capacity(spec.b.precision, ctx.variant_b.model_factor)
                                                        if lighter else None),
                               default_startup_seconds=ctx.startup_seconds)
         forecaster = ctx.forecaster_factory(spec.forecast.step_seconds, spec.forecast.horizon_seconds) if ctx.forecaster_factory else None

@@ -307,14 +307,14 @@ def test_the_reserve_is_as_headroom_not_an_extra(tick, reserve, a_pods, b_pods):
 
 @pytest.mark.parametrize("prior_b, b_pods", [
     (None, 2),    # B serves A's model at int8: 50 / 0.6 rps per pod at the SLO, ~94 rps at the sizing point
-    (150.0, 1),   # a lighter model's own load test (3x A's at fp16): one pod holds B's 20% of the band
+    (250.0, 1),   # a lighter model's own load test at int8 (3x A's): one pod holds B's 20% of the band
 ])
 def test_bs_own_prior_sizes_bs_reserve(tick, prior_b, b_pods):
     params = replace(PARAMS, fallback_capacity_rps_b=prior_b)
     d = Scenario(tick, spec=build_spec(warmReservePercent=20)).at(
         healthy_ms(30.0), rate=300.0, a=(10, 10), b=(1, 1), forecast=900.0, params=params)
     assert d.desired_replicas == {"a": 15, "b": b_pods}
-    assert d.models["b"]["priorRps"] == pytest.approx((prior_b or PARAMS.fallback_capacity_rps) / 0.6, rel=1e-3)
+    assert d.models["b"]["priorRps"] == pytest.approx(prior_b or PARAMS.fallback_capacity_rps / 0.6, rel=1e-3)
 
 def _pessimistic_start() -> EngineState:
     """A's model puts the capacity at 40 rps per pod where the load test said 50 (the M/M/1 curve

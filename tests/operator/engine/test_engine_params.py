@@ -23,7 +23,12 @@ def test_out_of_range_is_named(field, value):
         EngineParams(**{field: value})
 
 
-@pytest.mark.parametrize("prior_b, want_b", [(None, 12.0), (40.0, 40.0)])
-def test_each_pool_has_its_prior(prior_b, want_b):
+@pytest.mark.parametrize("prior_b, precision_b, want_b", [
+    (None, "int8", 12.0),     # B serves A's model: A's prior (at the fp16 reference)
+    (40.0, "fp16", 40.0),     # B's own load test at fp16
+    (40.0, "int8", 24.0),     # B's own load test at int8, carried back to fp16 by int8's speed (1 / 0.6)
+])
+def test_each_pool_has_its_prior(prior_b, precision_b, want_b):
     params = EngineParams(fallback_capacity_rps=12.0, fallback_capacity_rps_b=prior_b)
-    assert (params.prior_rps("a"), params.prior_rps("b")) == (12.0, want_b)
+    assert params.prior_rps("a", "fp16") == 12.0
+    assert params.prior_rps("b", precision_b) == pytest.approx(want_b)
