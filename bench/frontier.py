@@ -25,12 +25,15 @@ seed, written as Azure CSV). Replays run in `--jobs` processes (default 2).
 
     .venv/bin/python -m bench.frontier [--quick] [--seeds 0,1,2] [--traces azure-conv,synth-bursty]
         [--scales 1,10] [--synthetic-scaled] [--forecaster lstm[,ewm,last]] [--reserve 0,20] [--jobs 2]
-        [--peers-from EARLIER.json] [--json]
+        [--b-variant int8[,distilled-int8]] [--min-agreement 0.9] [--peers-from EARLIER.json] [--json]
 
 `--quick`: seed 0, load scale 1, Azure conv and the bursty synthetic trace.
-`--forecaster` and `--reserve` take comma lists: each combination is one
-Forescale configuration placed against the same peer curve; `--reserve`
-sets the spec's `warmReservePercent` (default: the spec's own, 20).
+`--forecaster`, `--reserve` and `--b-variant` take comma lists: each
+combination is one Forescale configuration placed against the same peer
+curve; `--reserve` sets the spec's `warmReservePercent` (default: the spec's
+own, 20); `--b-variant` pool B's model (docs/replay.md; the peers never use
+B). `--min-agreement` sets Forescale's `emergency.minAgreement` in every
+replay: a lighter B whose measured agreement is under it gets no traffic.
 `--forecaster` defaults to `lstm,ewm,last`: the forecaster ablation, which
 prints, per dev trace, the LSTM's GPU-hours and violation seconds against the
 better baseline's (goal: <= 0.9x the violation seconds at equal GPU-hours, or
@@ -55,6 +58,8 @@ from pathlib import Path
 from typing import Mapping
 
 from forescale_sim.frontier import PeerPoint, peer_cost_at_violations, peer_violations_at_cost
+from forescale_sim.pool_b import DEFAULT_B_VARIANT
+from forescale_profiles.variant_speed import POOL_B_VARIANTS
 
 REPO = Path(__file__).resolve().parent.parent
 TRACES = Path(os.environ.get("FORESCALE_TRACES", REPO.parent / "shared" / "traces"))
@@ -98,14 +103,17 @@ GOALS = {
 
 @dataclass(frozen=True)
 class Variant:
-    """One Forescale configuration: the forecaster and the warm reserve (None: the spec's default)."""
+    """One Forescale configuration: the forecaster, the warm reserve (None: the spec's default) and
+    pool B's model (forescale_sim.pool_b; the label names it only when it is not the default)."""
 
     forecaster: str
     reserve: int | None
+    b_variant: str = DEFAULT_B_VARIANT
 
     @property
     def label(self) -> str:
-        return f"{self.forecaster}/reserve {'default' if self.reserve is None else self.reserve}"
+        b = "" if self.b_variant == DEFAULT_B_VARIANT else f"/b {self.b_variant}"
+        return f"{self.forecaster}/reserve {'default' if self.reserve is None else self.reserve}{b}"
 
 
 # ---------------------------------------------------------------- the replays (in worker processes)
@@ -148,12 +156,15 @@ def run_job(job: dict) -> dict:
     """One `run_replay`; returns plain data (the recorders stay in the worker)."""
     from forescale_sim.session import ReplayOptions, run_replay
 
-    overrides = None if job["reserve"] is None else {"warmReservePercent": job["reserve"]}
+    overrides = {} if job["reserve"] is None else {"warmReservePercent": job["reserve"]}
+    if job.get("min_agreement") is not None:
+        overrides["emergency"] = {"minAgreement": job["min_agreement"]}
     started = time.monotonic()
     result = run_replay(ReplayOptions(
         job["path"], job["fmt"], policies=job["policies"], seed=job["seed"],
-        incidents=None if job["incident"] else "none", forecaster=job["forecaster"], spec_overrides=overrides,
-        peer_utilization=job["u"], load_scale=job["scale"], progress=lambda _msg: None))
+        incidents=None if job["incident"] else "none", forecaster=job["forecaster"], spec_overrides=overrides or None,
+        peer_utilization=job["u"], load_scale=job["scale"], b_variant=job.get("b_variant", DEFAULT_B_VARIANT),
+        progress=lambda _msg: None))
     out = {"job": job, "duration_seconds": result.duration_seconds, "seconds": time.monotonic() - started,
            "incidents": [i.to_dict() for i in result.incidents], "forecaster_label": result.forecaster,
            "policies": {}}
@@ -182,7 +193,7 @@ def _synthetic_paths(labels: list[str], seeds: list[int], folder: Path) -> dict[
 
 def plan_jobs(labels: list[str], scales: list[float], seeds: list[int], variants: list[Variant],
               synthetic: dict[tuple[str, int], str], synthetic_scaled: bool = False,
-              known: Mapping[tuple, dict] | None = None) -> list[dict]:
+              known: Mapping[tuple, dict] | None = None, min_agreement: float | None = None) -> list[dict]:
     """Per case (trace, scale, seed, incident): Forescale (first variant), the oracle and the peers at
     the default U in one replay; the peers at every other U; each further variant alone. A case whose
     peers and oracle are `known` (from `--peers-from`) runs each variant alone.
@@ -199,15 +210,16 @@ def plan_jobs(labels: list[str], scales: list[float], seeds: list[int], variants
             path = str(TRACES / rel)
         else:
             path, fmt = synthetic[(label, seed)], "azure"
-        base = {"label": label, "path": path, "fmt": fmt, "scale": scale, "seed": seed, "incident": incident}
-        alone = [{**base, "u": DEFAULT_U, "policies": ["forescale"], "forecaster": v.forecaster, "reserve": v.reserve}
-                 for v in variants]
+        base = {"label": label, "path": path, "fmt": fmt, "scale": scale, "seed": seed, "incident": incident,
+                "min_agreement": min_agreement}
+        alone = [{**base, "u": DEFAULT_U, "policies": ["forescale"], "forecaster": v.forecaster, "reserve": v.reserve,
+                  "b_variant": v.b_variant} for v in variants]
         if known and (label, scale, seed, incident) in known:
             jobs += alone
             continue
         first = variants[0]
         jobs.append({**base, "u": DEFAULT_U, "policies": ["forescale", "oracle", *PEERS],
-                     "forecaster": first.forecaster, "reserve": first.reserve})
+                     "forecaster": first.forecaster, "reserve": first.reserve, "b_variant": first.b_variant})
         for u in UTILIZATIONS:
             if u != DEFAULT_U:
                 jobs.append({**base, "u": u, "policies": list(PEERS), "forecaster": first.forecaster, "reserve": None})
@@ -302,7 +314,8 @@ def assemble(results: list[dict], variants: list[Variant], known: Mapping[tuple,
             elif name == "oracle":
                 case["oracle"] = row
             elif name == "forescale":
-                case["forescale"][Variant(j["forecaster"], j["reserve"]).label] = {**row, "forecaster": r["forecaster_label"]}
+                variant = Variant(j["forecaster"], j["reserve"], j.get("b_variant", DEFAULT_B_VARIANT))
+                case["forescale"][variant.label] = {**row, "forecaster": r["forecaster_label"]}
     rows = []
     for key in sorted(cases, key=lambda k: (ALL_TRACES.index(k[0]), k[1], k[2], not k[3])):
         case = cases[key]
@@ -485,6 +498,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="comma list: lstm, ewm, last, ... (the first is the main configuration; "
                         "with ewm or last beside lstm, the ablation is printed)")
     p.add_argument("--reserve", default=None, help="comma list of warmReservePercent values, e.g. 0,20")
+    p.add_argument("--b-variant", default=None,
+                   help=f"comma list of pool B's models: {', '.join(POOL_B_VARIANTS)} (default {DEFAULT_B_VARIANT}; docs/replay.md)")
+    p.add_argument("--min-agreement", type=float, default=None,
+                   help="Forescale's emergency.minAgreement in every replay (default: the spec's 0.97); a lighter B's "
+                        "measured agreement must reach it for traffic to move to B")
     p.add_argument("--synthetic-scaled", action="store_true", help="also run the synthetic traces at scales other than 1")
     p.add_argument("--jobs", type=int, default=2, help="replays run at once (processes)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -503,7 +521,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         raise SystemExit(f"bench.frontier: --traces: unknown {', '.join(unknown)}; choose from {', '.join(ALL_TRACES)}")
     reserves = _csv(args.reserve, int, "--reserve") if args.reserve else [None]
     forecasters = [f.strip() for f in args.forecaster.split(",") if f.strip()]
-    args.variants = [Variant(f, r) for f, r in product(forecasters, reserves)]
+    b_variants = [b.strip() for b in args.b_variant.split(",") if b.strip()] if args.b_variant else [DEFAULT_B_VARIANT]
+    unknown = [b for b in b_variants if b not in POOL_B_VARIANTS]
+    if unknown:
+        raise SystemExit(f"bench.frontier: --b-variant: unknown {', '.join(unknown)}; choose from {', '.join(POOL_B_VARIANTS)}")
+    args.variants = [Variant(f, r, b) for f, r, b in product(forecasters, reserves, b_variants)]
+    if args.min_agreement is not None and not 0 < args.min_agreement <= 1:
+        raise SystemExit(f"bench.frontier: --min-agreement must be in (0, 1], got {args.min_agreement}")
     if args.jobs < 1:
         raise SystemExit("bench.frontier: --jobs must be >= 1")
     return args
@@ -517,7 +541,8 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="frontier-") as tmp:
         synthetic = _synthetic_paths(args.traces, args.seeds, Path(tmp))
-        jobs = plan_jobs(args.traces, args.scales, args.seeds, args.variants, synthetic, args.synthetic_scaled, args.known)
+        jobs = plan_jobs(args.traces, args.scales, args.seeds, args.variants, synthetic, args.synthetic_scaled, args.known,
+                         args.min_agreement)
         print(f"{len(jobs)} replays in {args.jobs} processes: traces {', '.join(args.traces)}; scales "
               f"{', '.join(f'{s:g}' for s in args.scales)}; seeds {args.seeds}; configurations "
               f"{', '.join(v.label for v in args.variants)}", file=sys.stderr, flush=True)

@@ -138,3 +138,27 @@ def test_a_bad_earlier_run_is_refused_naming_the_flag(tmp_path, capsys, content,
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "--peers-from" in err and words in err
+
+
+# -- --b-variant and --min-agreement: pool B's model as a configuration -----------------------------
+
+def test_pool_bs_model_is_a_configuration_of_its_own():
+    args = frontier.parse_args(["--forecaster", "lstm", "--b-variant", "int8,distilled-int8", "--min-agreement", "0.9",
+                                "--traces", "azure-conv", "--seeds", "0", "--scales", "1"])
+    assert [v.label for v in args.variants] == ["lstm/reserve default", "lstm/reserve default/b distilled-int8"]
+    jobs = frontier.plan_jobs(args.traces, args.scales, args.seeds, args.variants, {}, min_agreement=args.min_agreement)
+    full = [j for j in jobs if "oracle" in j["policies"]]
+    alone = [j for j in jobs if j["policies"] == ["forescale"]]
+    assert {j["b_variant"] for j in full} == {"int8"} and {j["b_variant"] for j in alone} == {"distilled-int8"}
+    assert {j["min_agreement"] for j in jobs} == {0.9}
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--b-variant", "distilled"], "--b-variant: unknown distilled; choose from int8, distilled-int8"),
+    (["--min-agreement", "0"], "--min-agreement must be in (0, 1], got 0.0"),
+    (["--min-agreement", "1.5"], "--min-agreement must be in (0, 1], got 1.5"),
+])
+def test_bad_pool_b_options_are_named(argv, words):
+    with pytest.raises(SystemExit) as exc:
+        frontier.parse_args(argv)
+    assert words in str(exc.value)
