@@ -188,7 +188,7 @@ def run_replay(opts: ReplayOptions) -> ReplayResult:
     if "forescale" in opts.policies:
         forecaster_factory, forecaster_label = _forecaster_factory(opts.forecaster, opts.progress)
     ctx = PolicyContext(cal, window_rates, peak, incidents, opts.startup_seconds, opts.max_replicas,
-                        slo_ms, opts.quantile, forecaster_factory, opts.spec_overrides, variant_b)
+                        slo_ms, opts.quantile, variant_b, forecaster_factory, opts.spec_overrides)
     cfg = ClusterConfig(profile=profile, slo_ms=slo_ms, quantile=opts.quantile,
                         startup_seconds=opts.startup_seconds, seed=opts.seed, b_model_factor=variant_b.model_factor)
     runs: dict[str, PolicyRun] = {}

@@ -20,7 +20,7 @@ same way):
   was sized for, raises it by `STEP` while the last `burn_long_ticks` ticks spent at most
   `SPEND_SHARE` of the budget;
 - never past the evidence: the load-tested point or the highest rate the pods served within the
-  target (`PoolModel.prior_rps`, `proven_rps`), nor under 1 (a model that is optimistic is the
+  target (`PoolModel.evidence_rps`), nor under 1 (a model that is optimistic is the
   latency model's to correct, through the pods' health and the overload shift).
 It moves outside incidents only, and A's sizing and its overload shift use it; the diagnosis does
 not (a slowdown is judged against the model alone).

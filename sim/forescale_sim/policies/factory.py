@@ -30,10 +30,10 @@ class PolicyContext:
     max_replicas: int
     slo_ms: float
     quantile: float
+    #: pool B's model (forescale_sim.pool_b)
+    variant_b: PoolBVariant
     forecaster_factory: Callable[[float, float], object] | None = None
     spec_overrides: dict | None = None
-    #: pool B's model (forescale_sim.pool_b); None: A's model at int8
-    variant_b: PoolBVariant | None = None
 
 
 def parse_policies(text: str) -> list[str]:
@@ -84,7 +84,7 @@ def make_policy(name: str, ctx: PolicyContext) -> Policy:
         # The calibrated capacity is what an operator sets from a load test (the
         # forescale.io/capacity-rps annotation): the latency model's prior.
         # B's own load test where it serves a lighter model (forescale.io/capacity-rps-b).
-        lighter = ctx.variant_b is not None and ctx.variant_b.model_factor != 1.0
+        lighter = ctx.variant_b.model_factor != 1.0
         params = EngineParams(name="replay", fallback_capacity_rps=ctx.calibration.capacity("fp16"),
                               fallback_capacity_rps_b=(ctx.calibration.capacity(spec.b.precision, ctx.variant_b.model_factor)
                                                        if lighter else None),
@@ -92,6 +92,5 @@ def make_policy(name: str, ctx: PolicyContext) -> Policy:
         forecaster = ctx.forecaster_factory(spec.forecast.step_seconds, spec.forecast.horizon_seconds) if ctx.forecaster_factory else None
         if forecaster is None:
             raise SimError("the forescale policy needs a forecaster")
-        agreement_b = ctx.variant_b.agreement if ctx.variant_b is not None else None
-        return ForescalePolicy(spec, forecaster, params, target, agreement_b)
+        return ForescalePolicy(spec, forecaster, params, target, ctx.variant_b.agreement)
     raise SimError(f"unknown policy {name!r}; choose from {', '.join(POLICIES)}")
