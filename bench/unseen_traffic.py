@@ -1,0 +1,148 @@
+"""Forescale on traffic the frontier benchmark does not hold: other shapes, seeds and load scales.
+
+The frontier (bench/frontier.py) is where the engine's defaults were measured, so a rule that only
+fits its 72 cases would pass there. This benchmark replays the same engine, at its defaults, on
+cases outside that set, as a held-out check would:
+
+- the synthetic families (sim/forescale_sim/synthetic.py) with other knobs and at seeds 3 and 4
+  (the frontier runs seeds 0-2 at mean 2.5, peak 40 req/s): a quiet bursty service (mean 0.5,
+  bursts to 10), a busy one (10, to 150), a launch that climbs 100-fold (1 to 100), a drift
+  around a high mean (20, to 60), spikes on a steady base (10, to 40) and on a nearly idle one
+  (0.3, to 3), and the family's own knobs at the new seeds;
+- the dev traces at load scales 3 and 30 (the frontier runs 1 and 10), seed 3.
+
+No incident is injected. Per case Forescale, the oracle and the HPA at the peers' default
+utilisation (0.7) run in one replay. Goals (the frontier's, those that need no peer curve):
+
+| goal | |
+|---|---|
+| peak A replicas | <= 1.5x the oracle's |
+| EmergencyStarted | 0 |
+
+Beside them, Forescale's GPU-hours and violation seconds against the HPA's, as ratios. Every
+figure is printed, met or not; the benchmark exits 0 once it ran.
+
+    .venv/bin/python -m bench.unseen_traffic [--jobs 2] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.frontier import DEV_TRACES, GOAL_PEAK_RATIO, TRACES
+
+#: (family, mean, peak) of the synthetic cases; see the module docstring for why each
+SHAPES = (("bursty", 0.5, 10.0), ("bursty", 10.0, 150.0), ("bursty", 2.5, 40.0), ("ramp", 1.0, 100.0),
+          ("drift", 20.0, 60.0), ("spikes", 10.0, 40.0), ("spikes", 0.3, 3.0))
+SEEDS = (3, 4)
+#: the dev traces' load scales here: between the frontier's 1 and 10, and beyond 10
+SCALES = (3.0, 30.0)
+DEV_SEED = 3
+POLICIES = ("forescale", "oracle", "hpa")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One replay: a label, the trace file, its format, the load scale and the seed."""
+
+    label: str
+    path: str
+    fmt: str
+    scale: float
+    seed: int
+
+
+def plan(folder: Path, traces: Path = TRACES) -> list[Case]:
+    """Every case, the synthetic traces written into `folder`."""
+    from forescale_sim.synthetic import Shape, write_azure_csv
+
+    cases = []
+    for (family, mean, peak) in SHAPES:
+        for seed in SEEDS:
+            path = write_azure_csv(Shape(family, mean=mean, peak=peak, seed=seed), folder / f"{family}-{mean:g}-{peak:g}-{seed}.csv")
+            cases.append(Case(f"synth-{family} mean {mean:g} peak {peak:g}", str(path), "azure", 1.0, seed))
+    for label, (rel, fmt) in DEV_TRACES.items():
+        for scale in SCALES:
+            cases.append(Case(label, str(traces / rel), fmt, scale, DEV_SEED))
+    return cases
+
+
+def evaluate(forescale: dict, oracle: dict) -> dict[str, dict]:
+    """The two goals of one case, met or not, with the check written out."""
+    peak, oracle_peak = forescale["peak_a"], oracle["peak_a"]
+    emergencies = forescale["emergencies"]
+    return {
+        "peak": {"met": peak <= GOAL_PEAK_RATIO * oracle_peak,
+                 "check": f"{peak} <= {GOAL_PEAK_RATIO:g} x {oracle_peak} = {GOAL_PEAK_RATIO * oracle_peak:g}"},
+        "no-emergency": {"met": emergencies == 0, "check": f"{emergencies} == 0"},
+    }
+
+
+def replay(case: Case) -> dict:
+    """One case's replay (in a worker process): each policy's figures as plain data."""
+    from forescale_sim.session import ReplayOptions, run_replay
+
+    result = run_replay(ReplayOptions(trace=case.path, fmt=case.fmt, policies=list(POLICIES), incidents="none",
+                                      seed=case.seed, load_scale=case.scale, progress=lambda message: None))
+    out = {}
+    for name, run in result.runs.items():
+        events = run.to_dict().get("events") or {}
+        out[name] = {"gpu_hours": round(run.gpu_hours, 3), "violation_seconds": run.slo.violation_seconds,
+                     "peak_a": int(run.recorder.replicas[0].max()), "emergencies": int(events.get("EmergencyStarted", 0))}
+    return out
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b > 0 else ("1.00x" if a == 0 else "inf")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=2, help="replays in parallel processes (default 2)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        print(f"--jobs must be at least 1, got {args.jobs}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = plan(Path(tmp))
+        with ProcessPoolExecutor(args.jobs) as pool:
+            runs = list(pool.map(replay, cases))
+    rows = []
+    for case, run in zip(cases, runs):
+        rows.append({"trace": case.label, "scale": case.scale, "seed": case.seed, **run,
+                     "goals": evaluate(run["forescale"], run["oracle"])})
+    if args.json:
+        print(json.dumps({"cases": rows, "seconds": round(time.monotonic() - started, 1)}, indent=1))
+        return 0
+    print(f"{'trace':34s} {'x':>4s} {'seed':>4s} | {'Forescale GPU-h / viol s':>24s} | {'HPA@0.7':>16s} | "
+          f"{'GPU, viol vs HPA':>16s} | peak A / oracle | emergencies")
+    for r in rows:
+        fs, hpa, orc = r["forescale"], r["hpa"], r["oracle"]
+        peak = "" if r["goals"]["peak"]["met"] else "  MISSED"
+        print(f"{r['trace']:34s} {r['scale']:4g} {r['seed']:4d} | {fs['gpu_hours']:13.2f} / {fs['violation_seconds']:6.0f} | "
+              f"{hpa['gpu_hours']:7.2f} / {hpa['violation_seconds']:6.0f} | "
+              f"{_ratio(fs['gpu_hours'], hpa['gpu_hours']):>7s}, {_ratio(fs['violation_seconds'], hpa['violation_seconds']):>6s} | "
+              f"{fs['peak_a']:4d} / {orc['peak_a']:<4d}{peak} | {fs['emergencies']}")
+    print(f"\n{len(rows)} cases in {time.monotonic() - started:.0f} s. Goals (met / cases):")
+    for goal in ("peak", "no-emergency"):
+        met = sum(r["goals"][goal]["met"] for r in rows)
+        missed = [f"{r['trace']} x{r['scale']:g} seed {r['seed']} ({r['goals'][goal]['check']})" for r in rows if not r["goals"][goal]["met"]]
+        print(f"  {goal:13s} {met} / {len(rows)}" + (f"; missed: {'; '.join(missed)}" if missed else ""))
+    gpu = sum(r["forescale"]["gpu_hours"] for r in rows) / sum(r["hpa"]["gpu_hours"] for r in rows)
+    viol_fs, viol_hpa = sum(r["forescale"]["violation_seconds"] for r in rows), sum(r["hpa"]["violation_seconds"] for r in rows)
+    print(f"  summed over the cases: Forescale {gpu:.2f}x the HPA's GPU-hours, {_ratio(viol_fs, viol_hpa)} its violation seconds "
+          f"({viol_fs:.0f} s against {viol_hpa:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
