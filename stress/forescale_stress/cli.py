@@ -18,7 +18,7 @@ from forescale_stress.chaos import check_kill_allowed
 from forescale_stress.errors import StressError
 from forescale_stress.faults import CLIENT_KINDS, DegradeSpec, FaultSpec, check_input_scale, parse_degrade, parse_fault
 from forescale_stress.runner import Progress, RunConfig, Runner
-from forescale_stress.schedule import ARRIVALS, DEFAULT_MAX_SECONDS, Bounds, Ramp
+from forescale_stress.schedule import DEFAULT_MAX_SECONDS, Bounds, Ramp, check_arrivals
 from forescale_stress.target import parse_target, probe
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
@@ -52,8 +52,7 @@ def build_config(
     before_ramp = warmup_seconds + (probe_warmup_seconds + probe_seconds if start_rate is None else 0.0)
     bounds = Bounds(slo_ms, max_error_rate, max_rate, max_requests, max_seconds)
     bounds.validate(ramp)
-    if arrivals not in ARRIVALS:
-        raise StressError(f"--arrivals must be one of {', '.join(ARRIVALS)}, got {arrivals!r}")
+    check_arrivals(arrivals)
     if connections < 1:
         raise StressError(f"--connections must be >= 1, got {connections}")
     _check_positive("--request-timeout", request_timeout)
@@ -160,7 +159,8 @@ def stress(
     max_rate: Optional[float] = typer.Option(None, help="Stop before a step would offer more than this."),
     max_requests: Optional[int] = typer.Option(None, help="Stop after sending this many requests."),
     max_seconds: float = typer.Option(DEFAULT_MAX_SECONDS, help="Hard bound on the run (load plus drain)."),
-    arrivals: str = typer.Option("poisson", help="poisson or uniform arrivals."),
+    arrivals: str = typer.Option("poisson", help="poisson, uniform, or gamma:CV (gaps with that coefficient of "
+                                                 "variation: 1 is Poisson, above 1 bursty, as production traffic is)."),
     seed: int = typer.Option(0, help="Seed of arrivals and inputs."),
     connections: int = typer.Option(64, help="Size of the client's connection pool."),
     request_timeout: float = typer.Option(10.0, help="Seconds before a request counts as failed."),

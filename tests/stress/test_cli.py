@@ -45,6 +45,15 @@ def test_short_ramp_reports_every_step(stress, plain_server, tmp_path):
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_gamma_arrivals_run_and_are_reported(stress, plain_server):
+    result = stress("--url", plain_server.url, "--start-rate", "100", "--max-rate", "115", "--arrivals", "gamma:2", *FAST)
+    assert result.code == 0, result.err
+    report = result.json()
+    assert report["arrivals"] == "gamma:2"
+    assert [s["rate"] for s in report["steps"]] == [100.0, 110.0]
+    assert all(s["samples"] >= 100 and s["errors"] == 0 for s in report["steps"])
+
+
 @pytest.mark.parametrize(
     "extra, path, stopped, check",
     [
@@ -139,6 +148,8 @@ BAD = [
     (["--url", "{plain}", "--fault", "at=45s,slowdown=2,seconds=5", "--admin-token-file", "/dev/null"],
      "plus a 5s recovery window is past the load's stop at 40s (--max-seconds minus the drain, the probe and the warm-up)"),
     (["--url", "{plain}", "--plot", "/nonexistent/dir/x.png"], "folder /nonexistent/dir does not exist"),
+    (["--url", "{plain}", "--arrivals", "bursty"], "--arrivals must be one of poisson, uniform, gamma:CV, got 'bursty'"),
+    (["--url", "{plain}", "--arrivals", "gamma:0"], "gap coefficient of variation in (0, 10], got 'gamma:0'"),
 ]
 
 

@@ -127,7 +127,7 @@ def test_step_stop_reason(p99, error_rate, exempt, expected):
     assert step_stop_reason(p99, error_rate, Bounds(slo_ms=200, max_error_rate=0.05), exempt) == expected
 
 
-@pytest.mark.parametrize("kind", ["poisson", "uniform"])
+@pytest.mark.parametrize("kind", ["poisson", "uniform", "gamma:1", "gamma:3", "gamma:0.5", "gamma:10"])
 @pytest.mark.parametrize("rate, seconds, count", [(200.0, 10.0, 2000), (42.8, 4.0, 171), (0.5, 3.0, 2)])
 def test_arrivals_offer_exactly_the_rate(kind, rate, seconds, count):
     offsets = arrival_offsets(rate, seconds, kind, random.Random(1))
@@ -154,6 +154,44 @@ def test_uniform_arrivals_are_evenly_spaced_and_poisson_is_seeded():
     assert a == b and a != arrival_offsets(50.0, 2.0, "poisson", random.Random(8))
 
 
-def test_unknown_arrival_kind():
-    with pytest.raises(StressError, match="--arrivals must be one of poisson, uniform"):
-        arrival_offsets(1.0, 1.0, "bursty", random.Random(0))
+def _gap_cv(offsets: list[float]) -> float:
+    gaps = [b - a for a, b in zip(offsets, offsets[1:])]
+    mean = sum(gaps) / len(gaps)
+    return (sum((g - mean) ** 2 for g in gaps) / len(gaps)) ** 0.5 / mean
+
+
+@pytest.mark.parametrize("cv", [0.5, 1.0, 2.0, 4.0])
+def test_gamma_gaps_have_the_asked_coefficient_of_variation(cv):
+    offsets = arrival_offsets(1000.0, 20.0, f"gamma:{cv:g}", random.Random(5))
+    assert len(offsets) == 20000
+    assert _gap_cv(offsets) == pytest.approx(cv, rel=0.1)
+
+
+def test_gamma_clumps_where_poisson_does_not():
+    # the busiest 100 ms of a 10 s step at 1,000 req/s (a mean of 100): a count's variance is about
+    # CV^2 times its mean, so the busiest tenth of a second is near 125 for Poisson and 180 at CV 3
+    def busiest(offsets):
+        counts = [0] * 100
+        for t in offsets:
+            counts[int(t * 10)] += 1
+        return max(counts)
+    assert busiest(arrival_offsets(1000.0, 10.0, "poisson", random.Random(2))) < 150
+    assert busiest(arrival_offsets(1000.0, 10.0, "gamma:3", random.Random(2))) > 165
+
+
+@pytest.mark.parametrize("kind, words", [
+    ("bursty", "--arrivals must be one of poisson, uniform, gamma:CV, got 'bursty'"),
+    ("gamma", "--arrivals must be one of poisson, uniform, gamma:CV, got 'gamma'"),
+    ("gamma:", "--arrivals must be one of poisson, uniform, gamma:CV, got 'gamma:'"),
+    ("weibull:2", "--arrivals must be one of poisson, uniform, gamma:CV, got 'weibull:2'"),
+    ("gamma:0", "gap coefficient of variation in (0, 10], got 'gamma:0'"),
+    ("gamma:-1", "gap coefficient of variation in (0, 10], got 'gamma:-1'"),
+    ("gamma:nan", "gap coefficient of variation in (0, 10], got 'gamma:nan'"),
+    ("gamma:inf", "gap coefficient of variation in (0, 10], got 'gamma:inf'"),
+    ("gamma:two", "gap coefficient of variation in (0, 10], got 'gamma:two'"),
+    ("gamma:11", "gap coefficient of variation in (0, 10], got 'gamma:11'"),
+])
+def test_bad_arrival_kind_is_named(kind, words):
+    with pytest.raises(StressError) as err:
+        arrival_offsets(1.0, 1.0, kind, random.Random(0))
+    assert words in str(err.value)
