@@ -10,32 +10,38 @@ from bench import frontier, unseen_traffic
 from bench.unseen_traffic import evaluate, plan
 
 
-def _fs(peak_a: int, emergencies: int = 0) -> dict:
-    return {"peak_a": peak_a, "emergencies": emergencies, "gpu_hours": 1.0, "violation_seconds": 0.0}
+def _fs(peak_a: int, emergencies: int = 0, mttr: float = 0.0) -> dict:
+    return {"peak_a": peak_a, "emergencies": emergencies, "mttr_seconds": mttr, "gpu_hours": 1.0, "violation_seconds": 0.0}
 
 
-@pytest.mark.parametrize("forescale, oracle_peak, expected", [
-    (_fs(6), 4, {"peak": True, "no-emergency": True}),            # 6 <= 1.5 x 4
-    (_fs(7), 4, {"peak": False, "no-emergency": True}),           # 7 > 6
-    (_fs(1), 1, {"peak": True, "no-emergency": True}),
-    (_fs(3, emergencies=1), 4, {"peak": True, "no-emergency": False}),
+@pytest.mark.parametrize("forescale, oracle_peak, incident, expected", [
+    (_fs(6), 4, False, {"peak": True, "no-emergency": True}),            # 6 <= 1.5 x 4
+    (_fs(7), 4, False, {"peak": False, "no-emergency": True}),           # 7 > 6
+    (_fs(1), 1, False, {"peak": True, "no-emergency": True}),
+    (_fs(3, emergencies=1), 4, False, {"peak": True, "no-emergency": False}),
+    # with the incident the playbook is expected: MTTR is the goal, not the emergency count
+    (_fs(3, emergencies=1, mttr=59.9), 4, True, {"peak": True, "mttr": True}),
+    (_fs(3, emergencies=1, mttr=60.0), 4, True, {"peak": True, "mttr": False}),
 ])
-def test_goals(forescale: dict, oracle_peak: int, expected: dict) -> None:
-    goals = evaluate(forescale, {"peak_a": oracle_peak})
+def test_goals(forescale: dict, oracle_peak: int, incident: bool, expected: dict) -> None:
+    goals = evaluate(forescale, {"peak_a": oracle_peak}, incident)
     assert {name: g["met"] for name, g in goals.items()} == expected
     assert str(forescale["peak_a"]) in goals["peak"]["check"]
 
 
 def test_the_cases_lie_outside_the_frontier(tmp_path: Path) -> None:
     cases = plan(tmp_path, traces=Path("/nowhere"))
-    assert len({(c.label, c.scale, c.seed) for c in cases}) == len(cases)
+    assert len({(c.label, c.scale, c.seed, c.incident) for c in cases}) == len(cases)
+    # every case runs once without the incident and once with it
+    assert sorted((c.label, c.scale, c.seed) for c in cases if c.incident) == \
+        sorted((c.label, c.scale, c.seed) for c in cases if not c.incident)
     for case in cases:
         if case.label.startswith("synth-"):
             assert case.seed not in (0, 1, 2) and case.scale == 1.0 and Path(case.path).stat().st_size > 0
         else:
             assert case.label in frontier.DEV_TRACES and case.scale not in (1.0, 10.0)
             assert case.path.startswith("/nowhere/")
-    assert sum(c.label.startswith("synth-") for c in cases) == len(unseen_traffic.SHAPES) * len(unseen_traffic.SEEDS)
+    assert sum(c.label.startswith("synth-") for c in cases) == 2 * len(unseen_traffic.SHAPES) * len(unseen_traffic.SEEDS)
 
 
 def test_bad_jobs_is_named(capsys: pytest.CaptureFixture[str]) -> None:

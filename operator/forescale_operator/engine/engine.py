@@ -133,7 +133,16 @@ def decide(
                             f"{models['a'].evidence_rps:.1f} rps per pod)")
     startup_a = startup["a"] if startup["a"] is not None else params.default_startup_seconds
     dem = sizing.demand(forecast, playbook.total_rate(obs), now, startup_a)
-    size_cap_b = _sizing_capacity(models["b"], "b", target, spec.b.precision, 1.0, tick, params)
+    # B at its health while it carries traffic, as A is in an incident: B's share is the engine's to give,
+    # and pods slower than their curve (a lighter model under a load its test never saw) need more of them.
+    # Sized healthy, B stayed overloaded, and so did the overall p99 that recovery waits on (Mooncake at 30x
+    # with the incident, bench.unseen_traffic: 940 s over the SLO against 160). Without traffic B's health is
+    # the last it showed, not its pods' now, and the reserve is sized healthy.
+    h_b = models["b"].health if weights["b"] > 0 else 1.0
+    if h_b > 1.0:
+        tick.reasons.append(f"b sized at health {h_b:.2f} while it carries {weights['b']}%: its pods take "
+                            f"{h_b:.2f}x their curve's time")
+    size_cap_b = _sizing_capacity(models["b"], "b", target, spec.b.precision, h_b, tick, params)
     desired, saturated, learned_history = _size(spec, state, obs, dem, forecast, share_a, size_cap_a, size_cap_b,
                                                 weights, tick, now, params)
     capacity_rps = {"a": cap_a, "b": cap_b}

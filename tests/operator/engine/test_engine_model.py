@@ -39,9 +39,11 @@ class Scenario:
         for _ in range(PARAMS.min_model_samples + 1):
             self.at(healthy_ms(37.5))
 
-    def at(self, latency, rate=300.0, a=(8, 8), b=(2, 2), over=None, forecast=None, a_extra=None, params=PARAMS):
+    def at(self, latency, rate=300.0, a=(8, 8), b=(2, 2), over=None, forecast=None, a_extra=None, params=PARAMS,
+           b_extra=None):
         w = self.state.weights
-        obs = build_obs(t=self.t, rate=rate, latency=latency, a=a, b=b, weights=(w["a"], w["b"]), a_extra=a_extra)
+        obs = build_obs(t=self.t, rate=rate, latency=latency, a=a, b=b, weights=(w["a"], w["b"]), a_extra=a_extra,
+                        b_extra=b_extra)
         if over is not None:
             from dataclasses import replace
             obs = replace(obs, over_slo_fraction=over)
@@ -392,6 +394,41 @@ def test_an_emergency_never_shrinks_a(tick, latency, a_min_in_emergency):
     assert len(emergency) >= 6
     assert min(d.desired_replicas["a"] for d in emergency) == a_min_in_emergency
     assert any("during the emergency" in r for d in emergency for r in d.reasons)
+
+
+def _b_in_an_emergency(tick, b_slow: float):
+    """An emergency on A; B's 2 pods then carry B's share of 400 rps at `b_slow` x the latency B's prior curve
+    gives at int8, for 6 ticks. Returns the last decision."""
+    s = Scenario(tick)
+    s.warm()
+    for _ in range(3):
+        d = s.at(600.0, rate=300.0)  # A's pods slow: the playbook starts
+    assert d.phase is Phase.EMERGENCY and d.weights["b"] > 0
+    b_curve = PoolModel.prior(PARAMS.fallback_capacity_rps, TARGET)
+    for _ in range(6):
+        b_per_pod = 400.0 * d.weights["b"] / 100 / 2
+        d = s.at(600.0, rate=400.0, b_extra={"latency_ms": b_slow * b_curve.latency_ms(b_per_pod, 1 / 0.6)})
+    return d
+
+
+def test_b_carrying_the_shift_is_sized_at_its_health(tick):
+    """B's pods slower than their curve while they carry B's share get more pods, as A's do in an incident, and a
+    reason says so with the health; on their curve B keeps its pods."""
+    on_curve, slow = _b_in_an_emergency(tick, 1.0), _b_in_an_emergency(tick, 3.0)
+    assert on_curve.models["b"]["health"] < 1.1 and on_curve.desired_replicas["b"] == 2
+    assert slow.models["b"]["health"] > 1.4
+    assert slow.desired_replicas["b"] > on_curve.desired_replicas["b"]
+    said = [r for r in slow.reasons if r.startswith("b sized at health")]
+    assert said and f"carries {slow.weights['b']}%" in said[0] and f"{slow.models['b']['health']:.2f}" in said[0]
+
+
+def test_b_idle_is_sized_healthy_whatever_health_it_showed_last(tick):
+    slow_b = replace(PoolModel.prior(PARAMS.fallback_capacity_rps / 0.6, TARGET), health=3.0)
+    s = Scenario(tick, spec=build_spec(warmReservePercent=20))
+    s.state = EngineState(learned=Learned(models={"b": slow_b}))
+    d = s.at(healthy_ms(30.0), rate=300.0, a=(10, 10), b=(1, 1), forecast=900.0)
+    assert d.weights["b"] == 0 and d.desired_replicas["b"] == 2  # the reserve at B's healthy int8 capacity
+    assert not any(r.startswith("b sized at health") for r in d.reasons)
 
 
 def test_pods_too_slow_for_any_count_to_meet_the_target_are_not_sized_to_the_maximum(tick):
