@@ -230,6 +230,18 @@ def plan_jobs(labels: list[str], scales: list[float], seeds: list[int], variants
 
 # ---------------------------------------------------------------- goals and explanations
 
+def curve_free_goals(incident: bool, peak_a: int, oracle_a: int, emergencies: int, mttr: float) -> dict[str, tuple[bool, str]]:
+    """The goals that need no peer curve, each (met, the check written out): MTTR with the incident, no
+    emergency without it, peak A always. bench/unseen_traffic.py checks these alone."""
+    goals = {}
+    if incident:
+        goals["mttr"] = (mttr < GOAL_MTTR_SECONDS, f"{mttr:.0f} < {GOAL_MTTR_SECONDS:.0f}")
+    else:
+        goals["no-emergency"] = (emergencies == 0, f"{emergencies} == 0")
+    goals["peak"] = (peak_a <= GOAL_PEAK_RATIO * oracle_a, f"{peak_a} <= {GOAL_PEAK_RATIO} x {oracle_a} = {GOAL_PEAK_RATIO * oracle_a:g}")
+    return goals
+
+
 def evaluate(case: dict, fs: dict, oracle: dict, points: list[PeerPoint]) -> dict:
     """The goals that apply to one case and one Forescale configuration, with every number."""
     g, v = fs["gpu_hours"], fs["violation_seconds"]
@@ -240,14 +252,11 @@ def evaluate(case: dict, fs: dict, oracle: dict, points: list[PeerPoint]) -> dic
     goals = {}
     if case["incident"]:
         goals["violation"] = (v <= GOAL_VIOLATION_SHARE * V, f"{v:.0f} <= {GOAL_VIOLATION_SHARE} x {V:.0f} = {GOAL_VIOLATION_SHARE * V:.1f}")
-        goals["mttr"] = (fs["mttr_seconds"] < GOAL_MTTR_SECONDS, f"{fs['mttr_seconds']:.0f} < {GOAL_MTTR_SECONDS:.0f}")
-    else:
-        if case["scale"] >= 10:
-            goals["gpu@10"] = (g <= GOAL_GPU_SCALE10 * G, f"{g:.3f} <= {GOAL_GPU_SCALE10} x {G:.3f}")
-        elif case["scale"] == 1:
-            goals["gpu@1"] = (g <= G + b_pod_hours, f"{g:.3f} <= {G:.3f} + {b_pod_hours:.3f}")
-        goals["no-emergency"] = (emergencies == 0, f"{emergencies} == 0")
-    goals["peak"] = (peak_a <= GOAL_PEAK_RATIO * oracle_a, f"{peak_a} <= {GOAL_PEAK_RATIO} x {oracle_a} = {GOAL_PEAK_RATIO * oracle_a:g}")
+    elif case["scale"] >= 10:
+        goals["gpu@10"] = (g <= GOAL_GPU_SCALE10 * G, f"{g:.3f} <= {GOAL_GPU_SCALE10} x {G:.3f}")
+    elif case["scale"] == 1:
+        goals["gpu@1"] = (g <= G + b_pod_hours, f"{g:.3f} <= {G:.3f} + {b_pod_hours:.3f}")
+    goals.update(curve_free_goals(case["incident"], peak_a, oracle_a, emergencies, fs["mttr_seconds"]))
     return {"V": V, "G": G, "emergencies": emergencies, "peak_a": peak_a, "oracle_peak_a": oracle_a,
             "goals": {k: {"met": bool(met), "check": check} for k, (met, check) in goals.items()}}
 

@@ -38,7 +38,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from bench.frontier import DEV_TRACES, GOAL_MTTR_SECONDS, GOAL_PEAK_RATIO, TRACES
+from bench.frontier import DEV_TRACES, TRACES, curve_free_goals
 
 #: (family, mean, peak) of the synthetic cases; see the module docstring for why each
 SHAPES = (("bursty", 0.5, 10.0), ("bursty", 10.0, 150.0), ("bursty", 2.5, 40.0), ("ramp", 1.0, 100.0),
@@ -79,18 +79,10 @@ def plan(folder: Path, traces: Path = TRACES) -> list[Case]:
 
 
 def evaluate(forescale: dict, oracle: dict, incident: bool = False) -> dict[str, dict]:
-    """The goals of one run (peak always; no emergency without the incident, MTTR with it), met or
-    not, with the check written out."""
-    peak, oracle_peak = forescale["peak_a"], oracle["peak_a"]
-    goals = {"peak": {"met": peak <= GOAL_PEAK_RATIO * oracle_peak,
-                      "check": f"{peak} <= {GOAL_PEAK_RATIO:g} x {oracle_peak} = {GOAL_PEAK_RATIO * oracle_peak:g}"}}
-    if incident:
-        mttr = forescale["mttr_seconds"]
-        goals["mttr"] = {"met": mttr < GOAL_MTTR_SECONDS, "check": f"{mttr:.0f} < {GOAL_MTTR_SECONDS:g}"}
-    else:
-        emergencies = forescale["emergencies"]
-        goals["no-emergency"] = {"met": emergencies == 0, "check": f"{emergencies} == 0"}
-    return goals
+    """The goals of one run (bench.frontier's that need no peer curve), met or not, with the check written out."""
+    goals = curve_free_goals(incident, forescale["peak_a"], oracle["peak_a"], forescale["emergencies"],
+                             forescale["mttr_seconds"])
+    return {name: {"met": bool(met), "check": check} for name, (met, check) in goals.items()}
 
 
 def replay(case: Case) -> dict:
@@ -104,7 +96,7 @@ def replay(case: Case) -> dict:
     for name, run in result.runs.items():
         events = run.to_dict().get("events") or {}
         out[name] = {"gpu_hours": round(run.gpu_hours, 3), "violation_seconds": run.slo.violation_seconds,
-                     "mttr_seconds": round(run.slo.mttr_seconds, 1), "peak_a": int(run.recorder.replicas[0].max()),
+                     "mttr_seconds": round(run.slo.mttr_seconds, 1), "peak_a": int(run.peak_replicas["a"]),
                      "emergencies": int(events.get("EmergencyStarted", 0))}
     return out
 

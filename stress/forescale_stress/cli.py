@@ -18,7 +18,7 @@ from forescale_stress.chaos import check_kill_allowed
 from forescale_stress.errors import StressError
 from forescale_stress.faults import CLIENT_KINDS, DegradeSpec, FaultSpec, check_input_scale, parse_degrade, parse_fault
 from forescale_stress.runner import Progress, RunConfig, Runner
-from forescale_stress.schedule import DEFAULT_MAX_SECONDS, Bounds, Ramp, check_arrivals
+from forescale_stress.schedule import DEFAULT_MAX_SECONDS, Bounds, Ramp, parse_arrivals
 from forescale_stress.target import parse_target, probe
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
@@ -52,7 +52,7 @@ def build_config(
     before_ramp = warmup_seconds + (probe_warmup_seconds + probe_seconds if start_rate is None else 0.0)
     bounds = Bounds(slo_ms, max_error_rate, max_rate, max_requests, max_seconds)
     bounds.validate(ramp)
-    check_arrivals(arrivals)
+    parse_arrivals(arrivals)  # a bad --arrivals is named before any request
     if connections < 1:
         raise StressError(f"--connections must be >= 1, got {connections}")
     _check_positive("--request-timeout", request_timeout)

@@ -131,14 +131,9 @@ def step_stop_reason(p99_ms: float | None, error_rate: float, bounds: Bounds, ex
     return None
 
 
-def check_arrivals(kind: str) -> str:
-    """`kind` itself when it names an arrival process, else StressError naming the flag."""
-    gamma_cv(kind)
-    return kind
-
-
-def gamma_cv(kind: str) -> float | None:
-    """The gap CV of a `gamma:CV` process, None for the named ones; StressError when neither."""
+def parse_arrivals(kind: str) -> float | None:
+    """The gap CV of a `gamma:CV` process, None for `poisson` and `uniform`; StressError naming the flag
+    for anything else."""
     if kind in ("poisson", "uniform"):
         return None
     name, _, value = kind.partition(":")
@@ -166,12 +161,12 @@ def arrival_offsets(rate: float, duration: float, kind: str, rng: random.Random)
       coefficient of variation (shape 1 / CV^2), scaled so the step holds its
       count: CV 1 is Poisson, above 1 the requests come in clumps. Production
       arrivals are burstier than Poisson (ServeGen fits its services' gaps with
-      gamma and Weibull laws), and a knee found under Poisson arrivals is one
-      the same pods do not hold under clumps: in the replay, ServeGen m-mid's
-      pods held about 700 rps per pod where the Poisson knee is 824
-      (docs/frontier.md). Load-test with the service's own burstiness.
+      gamma and Weibull laws), and a knee found under Poisson arrivals need
+      not hold under clumps: in the replay, ServeGen m-mid's pods held about
+      700 rps per pod where the Poisson knee is 824 (docs/frontier.md; against
+      the emulated server the knee did not move consistently, docs/stress.md).
     """
-    cv = gamma_cv(kind)
+    cv = parse_arrivals(kind)
     count = int(round(rate * duration))
     if kind == "uniform":
         return [i / rate for i in range(count)]
