@@ -10,7 +10,9 @@ What runs (everything real except the Kubernetes API and the serving pods):
   their replicas ready without pods), in this process;
 - a synthetic exporter (a subprocess) that exports the `forescale_*` series of
   N deployments x 2 pools with the model server's own histogram buckets, a
-  slow sine of load per deployment and latency that grows with it;
+  slow sine of load per deployment and latency that grows with each pod's
+  load: the replicas the operator sets, read from the emulated API every 5 s
+  (a closed loop; `--open-loop`: latency grows with the load alone);
 - Debian's real Prometheus scraping it every 5 s;
 - the real operator, `forescale operator -A`, as a subprocess.
 
@@ -73,23 +75,41 @@ def latency_buckets() -> list[float]:
 class Exporter:
     """Cumulative counters for N deployments x 2 pools, advanced at each scrape by the time since the last.
 
+    Two modes:
+    - closed loop (`replicas_file` given, the default of the run): latency follows each pod's load, so the
+      operator's scaling acts on what it reads, as on a real service. A pool of n pods carrying rate r runs
+      each pod at u = r / (n mu); its median latency is s / (1 - u) (u capped at 0.95), the M/M/1 sojourn
+      time's growth that the engine's latency model also assumes; the pods of each resource saturate at
+      mu = 8-25 rps, which with s = 10-25 ms and a p99 of 3.2x the median (sigma 0.5) puts their capacity at
+      the 200 ms SLO around the engine's 10 rps default prior, some above it and some below. The replicas
+      are the Deployments' as the emulated API holds them, written to the file by the run every few seconds.
+    - open loop (`--open-loop`, runs 1-20 of docs/operator-scale.md): latency grows with the swell's load
+      whatever the operator does. No scaling ever brings it down, so the engine reads its pods as slowed and
+      starts incidents that never end: the operator's busiest case, not its steady state.
+
     Written as exposition text directly: a prometheus_client registry builds
     one Python object per sample (~130,000 here), which costs seconds per
     scrape on a shared core; the text is the same format.
     """
 
-    def __init__(self, resources: int, namespaces: int, seed: int = 0) -> None:
+    def __init__(self, resources: int, namespaces: int, seed: int = 0, replicas_file: Path | None = None) -> None:
         rng = np.random.default_rng(seed)
         self.names = [(f"bench-{i % namespaces}", f"svc-{i:04d}") for i in range(resources)]
         self.base = rng.uniform(2.0, 40.0, resources)  # requests/s on pool a
         self.phase = rng.uniform(0, 2 * math.pi, resources)
-        self.median = rng.uniform(0.03, 0.09, resources)  # seconds at base load
+        self.median = rng.uniform(0.03, 0.09, resources)  # seconds at base load (open loop)
+        self.replicas_file = replicas_file
+        self.service = rng.uniform(0.010, 0.025, resources)  # an unloaded pod's median, seconds (closed loop)
+        self.mu = rng.uniform(8.0, 25.0, resources)  # the rate at which a pod saturates (closed loop)
+        self.replicas = np.tile([2.0, 1.0], (resources, 1))  # the pools' minReplicas until the file says more
+        self.replicas_read = 0.0
         self.buckets = np.array(latency_buckets())
         n = resources
         self.counts = np.zeros((n, 2, self.buckets.size))
         self.total = np.zeros((n, 2))
         self.sum = np.zeros((n, 2))
         self.errors = np.zeros((n, 2))
+        self.queued = np.zeros((n, 2))
         self.last = time.time()
         self.lock = threading.Lock()
         le = [f"{b:g}" for b in self.buckets] + ["+Inf"]
@@ -100,13 +120,35 @@ class Exporter:
                 labels = f'namespace="{ns}",deployment="{dep}",pool="{pool}",precision="{precision}"'
                 self.bucket_prefix.append([f'forescale_request_duration_seconds_bucket{{{labels},stage="total",le="{x}"}} ' for x in le])
                 self.other_prefix.append(labels)
+        self.index = {dep: i for i, (_, dep) in enumerate(self.names)}
+
+    def read_replicas(self) -> None:
+        """The pools' ready replicas as the run last wrote them ({deployment: [a, b]}); kept when unreadable."""
+        try:
+            mtime = self.replicas_file.stat().st_mtime
+            if mtime == self.replicas_read:
+                return
+            written = json.loads(self.replicas_file.read_text())
+        except (OSError, ValueError):
+            return
+        for dep, (a, b) in written.items():
+            i = self.index.get(dep)
+            if i is not None:
+                self.replicas[i] = (max(a, 1), max(b, 1))  # a pool at 0 still answers B's tenth somewhere
+        self.replicas_read = mtime
 
     def advance(self) -> None:
         now = time.time()
         dt, self.last = now - self.last, now
         load = 1.0 + 0.4 * np.sin(2 * math.pi * now / 900.0 + self.phase)  # a 15-minute swell
         rate = np.stack([self.base * load, 0.1 * self.base * load], axis=1)  # b takes a tenth
-        median = np.stack([self.median * load, 0.7 * self.median * load], axis=1)
+        if self.replicas_file is None:
+            median = np.stack([self.median * load, 0.7 * self.median * load], axis=1)
+        else:
+            self.read_replicas()
+            used = np.minimum(rate / (self.replicas * self.mu[:, None]), 0.95)
+            unloaded = np.stack([self.service, 0.7 * self.service], axis=1)  # b runs int8
+            median = unloaded / (1.0 - used)
         sigma = 0.5
         from scipy.special import ndtr
 
@@ -117,6 +159,8 @@ class Exporter:
         self.total += new
         self.sum += new * median * math.exp(sigma ** 2 / 2)
         self.errors += new * 0.002
+        if self.replicas_file is not None:  # Little's law on the wait alone: the requests queued in the pool
+            self.queued = rate * (median - unloaded) * math.exp(sigma ** 2 / 2)
 
     def text(self) -> str:
         with self.lock:
@@ -136,15 +180,17 @@ class Exporter:
                     lines.append(f'forescale_request_duration_seconds_sum{{{labels},stage="total"}} {self.sum[i, p]:.4f}')
                     lines.append(f'forescale_requests_total{{{labels},code="200"}} {total - self.errors[i, p]:.3f}')
                     lines.append(f'forescale_requests_total{{{labels},code="500"}} {self.errors[i, p]:.3f}')
-                    lines.append(f"forescale_queue_depth{{{labels}}} {int(total) % 5}")
+                    queue = int(total) % 5 if self.replicas_file is None else round(self.queued[i, p])
+                    lines.append(f"forescale_queue_depth{{{labels}}} {queue}")
                     lines.append(f"forescale_quality_agreement{{{labels}}} {0.995 if p == 0 else 0.978}")
             return "\n".join(lines) + "\n"
 
 
-def serve_exporter(port: int, resources: int, namespaces: int, every: float = 5.0) -> None:
+def serve_exporter(port: int, resources: int, namespaces: int, every: float = 5.0,
+                   replicas_file: Path | None = None) -> None:
     """`--exporter`: serve /metrics until killed. The page is rebuilt every `every` seconds in a
     thread and served as built, so a scrape never waits for the build (as a real exporter's cache)."""
-    exporter = Exporter(resources, namespaces)
+    exporter = Exporter(resources, namespaces, replicas_file=replicas_file)
     page = [exporter.text().encode()]
 
     def rebuild() -> None:
@@ -167,6 +213,32 @@ def serve_exporter(port: int, resources: int, namespaces: int, every: float = 5.
             pass
 
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+
+
+def write_replicas(api, path: Path) -> None:
+    """The pools' ready replicas from the emulated API's store, {deployment: [a, b]}, replaced atomically
+    (the exporter reads the file while it is written)."""
+    replicas: dict[str, list[int]] = {}
+    for dep in api.objects("deployments"):
+        labels = dep["metadata"].get("labels") or {}
+        name, pool = labels.get("forescale.io/deployment"), labels.get("forescale.io/pool")
+        if name is None or pool not in ("a", "b"):
+            continue
+        ready = (dep.get("status") or {}).get("readyReplicas")
+        count = ready if ready is not None else (dep.get("spec") or {}).get("replicas", 0)
+        replicas.setdefault(name, [0, 0])["ab".index(pool)] = int(count or 0)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(replicas))
+    tmp.replace(path)
+
+
+def feed_replicas(api, path: Path, stop: threading.Event, every: float = 5.0) -> None:
+    """Until `stop`: write the replicas every `every` s, the exporter's scrape interval (closed loop)."""
+    while not stop.wait(every):
+        try:
+            write_replicas(api, path)
+        except TimeoutError:  # the API server's loop is busy: the exporter keeps the last replicas
+            pass
 
 
 # -- measuring a process from outside ------------------------------------------
@@ -443,8 +515,14 @@ def run(args: argparse.Namespace) -> dict:
     result: dict = {"resources": args.resources, "step_seconds": STEP, "problems": problems,
                     "load_average_start": os.getloadavg()}
     exporter_port = free_port()
+    replicas_file = None if args.open_loop else work / "replicas.json"
+    result["exporter"] = "open loop" if args.open_loop else "closed loop"
+    if replicas_file is not None and replicas_file.exists():
+        replicas_file.unlink()  # a previous run's replicas are not this one's
     procs.append(subprocess.Popen([sys.executable, "-m", "bench.operator_scale", "--exporter", str(exporter_port),
-                                   "--resources", str(args.resources), "--namespaces", str(args.namespaces)], cwd=ROOT))
+                                   "--resources", str(args.resources), "--namespaces", str(args.namespaces)]
+                                  + ([] if replicas_file is None else ["--replicas-file", str(replicas_file)]), cwd=ROOT))
+    feeding = threading.Event()
     prom = PrometheusProcess(static_jobs={"synthetic": [f"127.0.0.1:{exporter_port}"]}, scrape_interval="5s")
     api = None
     operator = None
@@ -465,6 +543,8 @@ def run(args: argparse.Namespace) -> dict:
         scraped = prom.query_value('count({__name__=~"forescale_.*"})')
         log(f"Prometheus scrapes {scraped:.0f} series of the exporter")
         api = start_apiserver(ROOT / "crds", ready_deployments=True, namespaces=namespaces)
+        if replicas_file is not None:
+            threading.Thread(target=feed_replicas, args=(api, replicas_file, feeding), daemon=True).start()
         started = time.perf_counter()
         for i in range(args.resources):
             api.put(infd(namespaces[i % len(namespaces)], f"svc-{i:04d}"))
@@ -588,6 +668,7 @@ def run(args: argparse.Namespace) -> dict:
         problem(f"the run stopped: {type(exc).__name__}: {exc}")
         return result
     finally:
+        feeding.set()
         if operator is not None and operator.poll() is None:
             operator.terminate()
             try:
@@ -639,7 +720,8 @@ def goals(r: dict) -> list[tuple[str, str, str, str, str]]:
     per_tick = r.get("api_requests_per_tick")
     kinds = r.get("api_requests_by_kind") or {}
     top = ", ".join(f"{k} {v / max(ticks or 1, 1):.2f}" for k, v in list(kinds.items())[:4])
-    row("API requests per tick (every request the API answered / ticks run)", per_tick,
+    mode = r.get("exporter", "open loop")  # runs before the closed loop existed were open loop
+    row(f"API requests per tick ({mode}; every request the API answered / ticks run)", per_tick,
         f"{per_tick:.2f}" if per_tick is not None else "", "<= 1", per_tick is not None and per_tick <= GOAL_API_PER_TICK,
         f"per tick: {top}" + status_causes(r, ticks))
     p99 = r.get("decision_p99_s")
@@ -679,7 +761,7 @@ def report(r: dict) -> None:
     load = r.get("load_average_start"), r.get("load_average_end")
     print(f"\nOne operator, {r['resources']} InferenceDeployments, step {r['step_seconds']} s, "
           f"measured over {r.get('measured_seconds', 0):.0f} s after {r.get('startup_seconds', nan):.0f} s to reconcile "
-          f"{r.get('reconciled', 0)} (shared 2-core machine: noisy; load average "
+          f"{r.get('reconciled', 0)}, exporter in {r.get('exporter', 'open loop')} (shared 2-core machine: noisy; load average "
           + " -> ".join(f"{x[0]:.1f}" for x in load if x) + ")")
     print("\nGoals:")
     rows = goals(r)
@@ -738,13 +820,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds to wait for every resource to leave Pending; past it, measured anyway (and said so)")
     parser.add_argument("--workdir", default="/tmp/forescale-operator-scale")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object on stdout")
+    parser.add_argument("--open-loop", action="store_true",
+                        help="latency follows the clock's swell, not the replicas (runs 1-20): the operator's busiest case")
     parser.add_argument("--exporter", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--replicas-file", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.resources < 1 or args.seconds <= 0 or args.namespaces < 1 or args.compare < 0:
         print("operator_scale: --resources and --namespaces must be >= 1, --seconds > 0, --compare >= 0", file=sys.stderr)
         return 2
     if args.exporter is not None:
-        serve_exporter(args.exporter, args.resources, args.namespaces)
+        serve_exporter(args.exporter, args.resources, args.namespaces, replicas_file=args.replicas_file)
         return 0
     result = run(args)
     result["goals"] = [dict(zip(("measure", "measured", "goal", "verdict", "why"), row)) for row in goals(result)]
