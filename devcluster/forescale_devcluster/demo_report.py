@@ -18,7 +18,7 @@ from forescale_sim.metrics import WINDOW_SECONDS, summarize as slo_summary
 
 #: pool b's costWeight in the demo's resource (demo_scenario.demo_resource)
 COST_WEIGHT = {"a": 1.0, "b": 0.6}
-#: how the operator's RootCauseSuspected message says it is a second look (forecast_loop/incident_diagnosis.py)
+#: how the operator's RootCauseSuspected message says it is a second look (act/incident_diagnosis.py)
 SECOND_LOOK = "A second look"
 
 

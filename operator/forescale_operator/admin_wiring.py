@@ -6,7 +6,7 @@ construction (children.py mounts the Secret and sets FORESCALE_ADMIN_TOKEN_FILE)
 a Deployment it adopts (`targetRef`) is never edited, so its template may have
 no token, a token file with no volume under it (the server then exits at
 start-up), or a token from another Secret. This module says which, from the
-template alone; admin_readiness.py reads the Secrets it names and compares.
+template alone; observe/admin_readiness.py reads the Secrets it names and compares.
 
 The server's rule (forescale_server.admin_token): FORESCALE_ADMIN_TOKEN_FILE
 wins over FORESCALE_ADMIN_TOKEN; with neither the admin API is off (404).

@@ -96,7 +96,7 @@ def _reads(memo: kopf.Memo, handed: Mapping[str, Any]) -> IndexedReads:
                         services=handed.get("forescale_services"), secrets=memo.setdefault("secret_reads", {}))
 
 
-#: how long a modelRef's ConfigMap, once read, serves every resource naming it (forecast_loop/forecaster.py)
+#: how long a modelRef's ConfigMap, once read, serves every resource naming it (forecasting/forecaster.py)
 MODEL_CONFIG_MAP_TTL_S = 60.0
 
 
@@ -106,9 +106,9 @@ def make_forecast_loop(config: Config, api: HttpKubeApi) -> ForecastLoop:
     from prometheus_client import REGISTRY
 
     # The predictor's model code loads here, once, not when the handlers are imported.
-    from .forecast_loop.forecaster import PredictorForecastSource
+    from .forecasting.forecaster import PredictorForecastSource
     from .diagnosis import Windows
-    from .forecast_loop.incident_diagnosis import IncidentDiagnoses
+    from .act.incident_diagnosis import IncidentDiagnoses
     from .readings.prom_query import HttpPromQuery
 
     windows = Windows(now_seconds=config.diagnosis_now_seconds, before_seconds=config.diagnosis_before_seconds)

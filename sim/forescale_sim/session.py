@@ -105,7 +105,7 @@ def _forecaster_factory(name: str, progress) -> tuple[Callable, str]:
             torch.set_num_threads(1)
             from forescale_predictor.online_forecaster import OnlineForecaster
 
-            # As in the operator (forecast_loop/forecaster.py): the LSTM or ewm, whichever is ahead on
+            # As in the operator (forecasting/forecaster.py): the LSTM or ewm, whichever is ahead on
             # rolling horizon MAE, with bands calibrated online; a fresh one per policy run.
             return (lambda step, horizon: OnlineForecaster(model)), f"lstm ({model.source}) in OnlineForecaster"
         except ModelFormatError as exc:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from forescale_operator.actuators import Actuators
 from forescale_operator.events import RecordingEvents
 from forescale_operator.forecast_loop.binding import Bindings
-from forescale_operator.forecast_loop.forecaster import PredictorForecastSource
+from forescale_operator.forecasting.forecaster import PredictorForecastSource
 from forescale_operator.forecast_loop.loop import ForecastLoop
 from forescale_operator.handlers.deps import HandlerDeps
 from forescale_operator.handlers.reconcile import reconcile

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from forescale_operator.forecast_loop.pods import split_pools
+from forescale_operator.readings.pods import split_pools
 
 
 def _pod(name: str, restarts: int | None) -> dict:

@@ -38,9 +38,9 @@ OPERATOR_NEEDS = [
     ("networking.istio.io", "virtualservices", ["get", "create", "update", "patch", "delete"], "routers/istio.py"),
     ("", "events", ["create"], "events.py and kopf"),
     ("", "configmaps", ["get", "create", "update"],
-     "spec.forecast.modelRef; snapshot.py; forecast_loop/incident_diagnosis.py adds the diagnosis to the snapshot"),
+     "spec.forecast.modelRef; snapshot.py; act/incident_diagnosis.py adds the diagnosis to the snapshot"),
     ("", "pods", ["list", "watch", "delete"],
-     "forecast_loop/pods.py: ready pods of a pool, for admin calls, from kopf's index (kube/indexed.py); "
+     "readings/pods.py: ready pods of a pool, for admin calls, from kopf's index (kube/indexed.py); "
      "diagnosis/remedy.py: one bad pod, once per incident"),
     ("", "secrets", ["get"], "admin token, by name"),
     ("coordination.k8s.io", "leases", ["get", "create", "update"],

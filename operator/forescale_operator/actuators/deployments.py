@@ -39,7 +39,7 @@ class PoolReadiness:
     name: str = ""
     #: a targetRef's pod selector (its matchLabels, `k=v,...`); empty for the Deployments Forescale made
     selector: str = ""
-    #: a targetRef's pod template (spec.template), read for the admin token (admin_readiness.py); None for ours
+    #: a targetRef's pod template (spec.template), read for the admin token (observe/admin_readiness.py); None for ours
     template: Mapping[str, Any] | None = None
 
 

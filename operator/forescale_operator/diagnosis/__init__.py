@@ -5,7 +5,7 @@ Pure, like the decision engine: plain numbers in (`Evidence`), a ranked
 an injected `PromQuery`, so this package imports neither kopf, kubernetes,
 aiohttp nor a Prometheus client (import-linter contract `engine-pure`).
 See docs/diagnosis.md. `forescale diagnose` runs it on demand, and the operator
-at every incident (forecast_loop/incident_diagnosis.py), where `plan_remedy`
+at every incident (act/incident_diagnosis.py), where `plan_remedy`
 says what it does about the top cause.
 """
 

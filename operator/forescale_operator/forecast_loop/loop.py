@@ -13,14 +13,38 @@ import asyncio
 import contextlib
 import time
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Mapping, Protocol
 
 from ..children import Owner
+from ..events import EventSink
+from ..forecasting.forecast_source import ForecastSource, NoopForecastSource
+from ..kube.client import KubeApi
+from ..reasons import Reason
 from ..telemetry import OperatorMetrics
 from .binding import Bindings
-from .forecast_source import ForecastSource, NoopForecastSource
-from .incident_diagnosis import IncidentDiagnoses
 from .memory import ResourceMemory
+
+
+class Diagnoses(Protocol):
+    """The diagnosis run beside a relief (act/incident_diagnosis.py in the operator), started by the tick."""
+
+    def start(self, *, api: KubeApi, events: EventSink, telemetry: OperatorMetrics, owner: Owner,
+              prometheus_url: str | None, status: Mapping[str, Any], now: float, trigger: Reason,
+              admin_secret: tuple[str, str] | None, health: float | None) -> bool:
+        """Start diagnosing `owner`'s relief, never awaited by the tick; False when none was started."""
+
+    def forget(self, owner: Owner) -> None:
+        """Drop a deleted resource (a diagnosis still running is cancelled)."""
+
+
+class NoDiagnoses:
+    """No diagnosis (the tests' rigs, and an operator without Prometheus)."""
+
+    def start(self, **_: Any) -> bool:
+        return False
+
+    def forget(self, owner: Owner) -> None:
+        pass
 
 
 @dataclass
@@ -40,8 +64,8 @@ class ForecastLoop:
     #: seconds an admin call to one pod may take
     admin_timeout: float = 5.0
     memories: dict[str, ResourceMemory] = field(default_factory=dict)
-    #: the diagnosis run beside each incident's playbook (None: none, as in the tests' rigs)
-    diagnoses: IncidentDiagnoses | None = None
+    #: the diagnosis run beside each relief (act/incident_diagnosis.IncidentDiagnoses in the operator)
+    diagnoses: Diagnoses = field(default_factory=NoDiagnoses)
 
     def __post_init__(self) -> None:
         if self.monotonic is None:
@@ -74,5 +98,4 @@ class ForecastLoop:
         self.memories.pop(owner.uid, None)
         self.forecasts.forget(owner)
         self.telemetry.forget(owner.namespace, owner.name)
-        if self.diagnoses is not None:
-            self.diagnoses.forget(owner)
+        self.diagnoses.forget(owner)

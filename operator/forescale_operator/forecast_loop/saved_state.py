@@ -1,4 +1,5 @@
-"""The engine's state as the tick starts from it: read back from status, with the wall clock's jumps taken out.
+"""The engine's state as the tick starts from it and saves it: read back from status, with the wall clock's jumps
+taken out (`load_state`), and written into a status update (`save_state`: the tick's write-ahead and its report).
 
 The engine is pure; what it remembers between ticks lives in
 `status.engine` (compact JSON, engine/state.py), written at most every few
@@ -18,6 +19,9 @@ from typing import Any, Mapping
 
 from ..children import Owner
 from ..engine.state import EngineState, StateError
+from ..engine.types import Decision
+from ..kube.timestamps import rfc3339
+from ..status import StatusUpdate
 from .clock_jumps import bound_times, shift_times
 from .memory import ResourceMemory
 
@@ -42,3 +46,11 @@ def load_state(status: Mapping[str, Any], owner: Owner, memory: ResourceMemory, 
                        owner.name, jumped)
         state = shift_times(state, jumped)
     return bound_times(state, now, cutback_interval_s)
+
+
+def save_state(update: StatusUpdate, decision: Decision) -> None:
+    """What a restart resumes from: the phase, the engine's state and the cut-back step."""
+    state = decision.state
+    update.phase(decision.phase)
+    update.engine_state(state.to_status())
+    update.cutback(state.incident.cutback_step, rfc3339(state.incident.cutback_next_at))

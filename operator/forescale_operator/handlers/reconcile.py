@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .. import admin_readiness
+from ..observe import admin_readiness
 from .. import observe as observing
 from ..actuators.deployments import DeploymentChange
 from ..actuators.routes import RouteChange

@@ -1,11 +1,14 @@
 """One tick of one resource's loop, every `forecast.stepSeconds`: the whole path, top to bottom.
 
-Load state, read, observe, decide, write ahead, act, report. Each step says
-in one comment when it runs and why, the way Flagger's scheduler advances a
-canary; the steps' work is in `forecast_loop/` (binding, saved state, pods,
-forecasts, executor, reporter), `readings/`, the pure `engine/`, `actuators/`
-and `status.py`. A tick is an observation: the next one is the retry, and an
-API error ends it early without losing anything (registration.py).
+Load state, observe, read, forecast, decide, write ahead, act, report. Each
+step says in one comment when it runs and why, the way Flagger's scheduler
+advances a canary, and each step's work is in one folder, crossed once:
+`forecast_loop/` (the binding, the engine's saved state, what the loop keeps),
+`observe/`, `readings/` (the sample and the pods), `forecasting/`, the pure
+`engine/`, `act/` and `report/`; all of them write status through `status.py`
+and reach the API through `kube/`. A tick is an observation: the next one is
+the retry, and an API error ends it early without losing anything
+(registration.py).
 
 The children and pods are read from kopf's indexes (`deps.reads`,
 kube/indexed.py), so a steady-state tick asks the API server only to patch
@@ -19,24 +22,24 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .. import admin_readiness
+from ..observe import admin_readiness
 from .. import observe as observing
+from ..act.executor import Executor
+from ..act.write_ahead import undo, write_ahead
 from ..children import Owner
 from ..engine import decide
-from ..engine.state import EngineState
 from ..engine.types import Decision
-from ..forecast_loop.executor import Executor
 from ..forecast_loop.loop import ForecastLoop
 from ..forecast_loop.memory import ResourceMemory
-from ..forecast_loop.pods import read_pods
-from ..forecast_loop.reporter import record_decision, record_incident, record_metrics, record_telemetry
 from ..forecast_loop.saved_state import load_state
-from ..forecast_loop.setting_problems import report_ignored_annotation, report_no_metric_source
-from ..kube.client import KubeApi
+from ..observe import admin_readiness
 from ..phase import Phase
-from ..reasons import SCALE_REASONS, Reason
 from ..readings import build_observations, read
 from ..readings.observations import PoolState
+from ..readings.pods import read_pods
+from ..reasons import SCALE_REASONS, Reason
+from ..report.reporter import record_decision, record_metrics, record_telemetry
+from ..report.setting_problems import report_ignored_annotation, report_no_metric_source
 from ..spec import SpecError
 from ..status import StatusUpdate, write_status
 from ..telemetry import STATUS_WRITES, TickLaps
@@ -108,8 +111,6 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
         return await reconcile(body, deps)
     lap("observe")
     update = StatusUpdate(status, generation)
-    # A capacity annotation the binding had to ignore is said once per bad value, as a Warning event.
-    await report_ignored_annotation(deps.events, binding, memory)
     # Readiness, without the phase: the engine's where it runs (an incident outlives readiness), set below where not.
     observing.record(update, spec, seen)
     # The admin token of both pools' pods, every tick: an adopted Deployment's template can change under us
@@ -119,23 +120,21 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     admin_readiness.record(update, admin)
     warned = await admin_readiness.report(deps.events, status, admin, owner)
     lap("admin")
-    # Read the metrics where a Prometheus URL exists (the spec's, else the operator's); without one, status is all:
-    # Degraded once pool A serves, and one MetricsUnavailable Warning naming the setting.
+
+    # Without a metric source (neither the spec's Prometheus URL nor the operator's) status is all: Degraded once
+    # pool A serves, and one MetricsUnavailable Warning naming the setting; the tick ends at its report.
     if not binding.reads_metrics:
+        await report_ignored_annotation(deps.events, binding, memory)
         await report_no_metric_source(deps.events, status)
         update.phase(seen.phase_without_metrics(spec))
         record_metrics(update, None)
         await write_status(deps.api, owner.namespace, owner.name, update)
         return f"observed: {seen.summary()}; no metrics"
+    # Read the metrics, then the pods (admin endpoints, start-up times; an adopted pool's found by its Deployment's
+    # selector), and join them into the engine's observations.
     reading = await read(binding.metric_source, owner.namespace, owner.name, spec, memory.history, now)
-    record_metrics(update, reading)
     lap("read")
-
-    # Observe: the pods (admin endpoints, start-up times; a bad admin port reported once), joined with the reading;
-    # an adopted pool's pods are found by its Deployment's selector.
     pods = await read_pods(reader, owner, {p.name: seen.pool(p.name).selector for p in (spec.a, spec.b) if p.adopted})
-    executor = Executor(deps.api, deps.actuators, deps.events, binding, memory, pods, admin_timeout=loop.admin_timeout)
-    await executor.report_pod_problems()
     observations = build_observations(
         reading.sample,
         # A's precision as its pods show it, so that one restarted at its template's is switched again (engine).
@@ -156,34 +155,35 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     memory.record(decision, now)
     lap("decide")
 
-    # Write ahead only when the incident moves (never in Preview), so an operator killed while acting resumes it.
-    ahead = None
-    if not decision.preview and _moves_the_incident(state, decision.state):
-        ahead = StatusUpdate(status, generation)
-        record_incident(ahead, decision)
-        await write_status(deps.api, owner.namespace, owner.name, ahead)
+    # Act: first write ahead when the incident moves (never in Preview), so an operator killed while acting resumes
+    # it; then the actions (Preview: only its "would" events; a bad admin port reported once per pod, skipped for
+    # admin calls). Failing before any event, undo the write-ahead so the retry redoes all.
+    ahead = await write_ahead(deps.api, owner, status, generation, state, decision)
     lap("write_ahead")
-
-    # Act (Preview: only its "would" events); failing before any event, undo the write-ahead so the retry redoes all.
+    executor = Executor(deps.api, deps.actuators, deps.events, binding, memory, pods, admin_timeout=loop.admin_timeout)
+    await executor.report_pod_problems()
     try:
         await executor.carry_out(decision, seen, reading, forecast, body.get("spec") or {}, now)
     except Exception:
         if ahead is not None and not executor.posted:
-            await _undo(deps.api, owner, ahead)
+            await undo(deps.api, owner, ahead)
         raise
     lap("act")
 
     # Diagnose beside the relief, on the tick that started it (the playbook, or B taking an overload's excess);
     # a task of its own, never awaited here; its pods and Deployment come from the indexes too.
     trigger = _diagnosis_trigger(decision)
-    if loop.diagnoses is not None and not decision.preview and trigger is not None:
+    if not decision.preview and trigger is not None:
         loop.diagnoses.start(api=reader, events=deps.events, telemetry=loop.telemetry, owner=owner,
                              prometheus_url=binding.prometheus_url, status=status, now=now, trigger=trigger,
                              admin_secret=binding.admin_secret, health=(decision.models.get("a") or {}).get("health"))
 
     # Report, always: status (scoring past forecasts) and the operator's metrics; status is written when something
     # pressing changed or a refresh is due, and the engine's state is kept in memory for the next tick either way.
+    record_metrics(update, reading)
     record_decision(update, decision, forecast, reading, report, memory, now)
+    # A capacity annotation the binding had to ignore is said once per bad value, as a Warning event.
+    await report_ignored_annotation(deps.events, binding, memory)
     record_telemetry(loop.telemetry, owner, spec, decision, forecast, reading, seen, decision_seconds, report, memory)
     pressing = update.pressing_fields()
     if warned or any(e.reason not in SCALE_REASONS for e in decision.events):
@@ -224,22 +224,3 @@ def _diagnosis_trigger(decision: Decision) -> Reason | None:
         if reason in reasons:
             return reason
     return None
-
-
-def _moves_the_incident(before: EngineState, after: EngineState) -> bool:
-    """An incident starts, changes stage or ends, or the cut-back takes a step.
-
-    Why write those ahead: an operator killed between posting EmergencyStarted (or moving a cut-back
-    step) and the tick's status write would otherwise restart from the old state and start the same
-    incident, or take the same step, again. With the state written first, a restart resumes; what the
-    kill interrupted is re-asserted by the next tick (weights, replicas, the runtime precision).
-    """
-    return (before.incident.stage != after.incident.stage
-            or before.incident.cutback_step != after.incident.cutback_step)
-
-
-async def _undo(api: KubeApi, owner: Owner, ahead: StatusUpdate) -> None:
-    try:
-        await write_status(api, owner.namespace, owner.name, ahead.undone())
-    except Exception as exc:  # noqa: BLE001 - the original error is the one to raise
-        logger.warning("%s/%s: could not undo the status written ahead: %s", owner.namespace, owner.name, exc)

@@ -1,4 +1,4 @@
-"""Kubernetes timestamps (RFC 3339, `Z` for UTC) as epoch seconds."""
+"""Kubernetes timestamps (RFC 3339, `Z` for UTC) to and from epoch seconds."""
 
 from __future__ import annotations
 
@@ -14,3 +14,10 @@ def epoch_seconds(text: Any) -> float | None:
         return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def rfc3339(epoch: float | None) -> str | None:
+    """Epoch seconds as `2026-12-03T10:00:00Z` (whole seconds, UTC); None stays None."""
+    if epoch is None:
+        return None
+    return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -2,9 +2,11 @@
 
 Prometheus -> metric source (one interface, one implementation per file, a
 no-op, a factory) -> a `MetricSample` (`read`, each tick) -> `Observations`
-for the engine and a rolling `History` for the forecaster. No kopf here: the
-tick passes in what it read from the Kubernetes API (replica counts, pod
-start-up times).
+for the engine and a rolling `History` for the forecaster. The tick's read
+step also reads the pools' pods here (`pods.py`: admin endpoints, start-up
+times, from kopf's index) and `build_observations` joins them with the
+sample. No kopf here: the tick passes in its reader and the replica counts it
+observed.
 """
 
 from .base import MetricSample, MetricSource, PoolSample

@@ -19,7 +19,7 @@ from forescale_operator.actuators import Actuators
 from forescale_operator.children import Owner
 from forescale_operator.events import RecordingEvents
 from forescale_operator.forecast_loop.binding import Bindings
-from forescale_operator.forecast_loop.forecaster import PredictorForecastSource
+from forescale_operator.forecasting.forecaster import PredictorForecastSource
 from forescale_operator.forecast_loop.loop import ForecastLoop
 from forescale_operator.handlers.deps import HandlerDeps
 from forescale_operator.handlers.reconcile import reconcile

@@ -15,7 +15,7 @@ import yaml
 
 from forescale_operator import children
 from forescale_operator.actuators.deployments import PoolReadiness
-from forescale_operator.admin_readiness import ADMIN_OFF, PoolToken, check, judge, record, report
+from forescale_operator.observe.admin_readiness import ADMIN_OFF, PoolToken, check, judge, record, report
 from forescale_operator.admin_wiring import PodToken, SecretKey, pod_token
 from forescale_operator.children import Owner
 from forescale_operator.events import RecordingEvents
@@ -208,7 +208,7 @@ class FakeSecrets:
 
 def adopt_case(mode: str = "Auto"):
     """The adopt example's spec, and an observation whose pool A (the targetRef) has the example's template."""
-    path = Path(__file__).resolve().parents[2] / "crds" / "examples" / "adopt.yaml"
+    path = Path(__file__).resolve().parents[3] / "crds" / "examples" / "adopt.yaml"
     docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
     resource = next(d for d in docs if d["kind"] == "InferenceDeployment")
     resource["spec"]["mode"] = mode

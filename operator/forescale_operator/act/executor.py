@@ -29,9 +29,9 @@ from ..reasons import Reason
 from ..snapshot import snapshot_configmap
 from ..weights import Weights
 from .admin_token import read_admin_token
-from .binding import ResourceBinding
-from .memory import ResourceMemory
-from .pods import PoolPods
+from ..forecast_loop.binding import ResourceBinding
+from ..forecast_loop.memory import ResourceMemory
+from ..readings.pods import PoolPods
 
 logger = logging.getLogger(__name__)
 

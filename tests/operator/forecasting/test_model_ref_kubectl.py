@@ -11,7 +11,7 @@ import pytest
 
 from forescale_cli.main import main
 from forescale_operator.children import Owner
-from forescale_operator.forecast_loop.forecaster import PredictorForecastSource
+from forescale_operator.forecasting.forecaster import PredictorForecastSource
 from forescale_operator.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parents[3]

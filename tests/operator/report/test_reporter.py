@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forescale_operator.forecast_loop.forecast_source import ForecastReport
-from forescale_operator.forecast_loop.reporter import forecast_ready, record_metrics
+from forescale_operator.forecasting.forecast_source import ForecastReport
+from forescale_operator.report.reporter import forecast_ready, record_metrics
 from forescale_operator.readings import Reading
 from forescale_operator.readings.base import MetricSample
 from forescale_operator.reasons import ConditionReason, ConditionType

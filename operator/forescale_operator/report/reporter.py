@@ -10,12 +10,14 @@ what is live, not what Auto would set.
 
 from __future__ import annotations
 
-import datetime as dt
-
 from forescale_predictor.forecast_types import LATENCY_MS, RATE, Forecast
 
 from ..children import Owner
 from ..engine.types import Condition, Decision
+from ..forecast_loop.memory import ResourceMemory
+from ..forecast_loop.saved_state import save_state
+from ..forecasting.forecast_source import ForecastReport
+from ..kube.timestamps import rfc3339
 from ..observe import Observation
 from ..readings import Reading
 from ..reasons import ConditionReason, ConditionType
@@ -23,16 +25,8 @@ from ..spec import InferenceSpec
 from ..status import StatusUpdate
 from ..telemetry import OperatorMetrics
 from ..weights import Weights
-from .forecast_source import ForecastReport
-from .memory import ResourceMemory
 
 _TRISTATE = {"True": True, "False": False}
-
-
-def iso(epoch: float | None) -> str | None:
-    if epoch is None:
-        return None
-    return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def record_metrics(update: StatusUpdate, reading: Reading | None) -> None:
@@ -45,14 +39,6 @@ def record_metrics(update: StatusUpdate, reading: Reading | None) -> None:
     else:
         update.condition(ConditionType.METRICS_AVAILABLE, False, ConditionReason.METRICS_UNAVAILABLE,
                          (reading.sample.error or "no data")[:300] + "; replicas held")
-
-
-def record_incident(update: StatusUpdate, decision: Decision) -> None:
-    """What a restart resumes from: the phase, the engine's state and the cut-back step (also written ahead)."""
-    state = decision.state
-    update.phase(decision.phase)
-    update.engine_state(state.to_status())
-    update.cutback(state.incident.cutback_step, iso(state.incident.cutback_next_at))
 
 
 def forecast_ready(decision: Decision, forecast: Forecast | None, report: ForecastReport) -> Condition:
@@ -88,7 +74,7 @@ def record_decision(update: StatusUpdate, decision: Decision, forecast: Forecast
                         capacity_rps=round(float(decision.capacity_rps[pool]), 2), model=decision.models.get(pool))
         update.weights(Weights(decision.weights["a"], decision.weights["b"]))
         update.preview(None)
-    record_incident(update, decision)
+    save_state(update, decision)
     update.last_decision(decision.summary)
     conditions = {**decision.conditions,
                   ConditionType.FORECAST_READY.value: forecast_ready(decision, forecast, report)}
@@ -107,7 +93,7 @@ def _record_forecast(update: StatusUpdate, forecast: Forecast, reading: Reading,
     memory.remember_forecast(forecast.step_times()[0], float(forecast.median("latency_ms")[0]), float(upper[0]))
     fields = {"peakLatencyMs": round(forecast.peak_latency_ms, 1), "peakRate": round(forecast.peak_rate, 2),
               "horizonSeconds": int(forecast.horizon_seconds), "model": forecast.model,
-              "generatedAt": iso(forecast.generated_at), "modelSource": report.source}
+              "generatedAt": rfc3339(forecast.generated_at), "modelSource": report.source}
     online = report.online
     if online:
         # rolling figures of the forecasts actually used, scored at the horizon (OnlineForecaster)

@@ -15,8 +15,8 @@ from typing import Any, Mapping
 
 from ..events import EventSink
 from ..reasons import ConditionReason, ConditionType, Reason
-from .binding import ResourceBinding
-from .memory import ResourceMemory
+from ..forecast_loop.binding import ResourceBinding
+from ..forecast_loop.memory import ResourceMemory
 
 logger = logging.getLogger(__name__)
 

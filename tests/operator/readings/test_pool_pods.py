@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forescale_operator.forecast_loop.pods import PoolPods
+from forescale_operator.readings.pods import PoolPods
 
 PODS = PoolPods(endpoints={"a-1": "http://10.0.0.1:8080", "a-2": "http://10.0.0.2:8080"}, startup_seconds=None,
                 restarts={"a-1": 0, "a-2": 1})

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .actuators import deployments, services
-from .actuators.deployments import PoolReadiness
-from .children import Owner
-from .kube.client import KubeApi
-from .phase import Phase
-from .reasons import ConditionReason, ConditionType
-from .routers.base import Router
-from .spec import InferenceSpec
-from .status import StatusUpdate
-from .weights import Weights
+from ..actuators import deployments, services
+from ..actuators.deployments import PoolReadiness
+from ..children import Owner
+from ..kube.client import KubeApi
+from ..phase import Phase
+from ..reasons import ConditionReason, ConditionType
+from ..routers.base import Router
+from ..spec import InferenceSpec
+from ..status import StatusUpdate
+from ..weights import Weights
 
 
 @dataclass(frozen=True)

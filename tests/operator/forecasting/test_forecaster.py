@@ -13,7 +13,7 @@ import pytest
 from forescale_operator.actuators import Actuators
 from forescale_operator.events import RecordingEvents
 from forescale_operator.forecast_loop.binding import Bindings
-from forescale_operator.forecast_loop.forecaster import PredictorForecastSource, model_mismatch
+from forescale_operator.forecasting.forecaster import PredictorForecastSource, model_mismatch
 from forescale_operator.forecast_loop.loop import ForecastLoop
 from forescale_operator.handlers.deps import HandlerDeps
 from forescale_operator.handlers.reconcile import reconcile

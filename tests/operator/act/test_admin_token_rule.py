@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from forescale_operator.forecast_loop.admin_token import read_admin_token
+from forescale_operator.act.admin_token import read_admin_token
 from forescale_server.admin_token import AdminToken
 
 

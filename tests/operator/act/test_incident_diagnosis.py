@@ -1,4 +1,4 @@
-"""The diagnosis beside the playbook (`forecast_loop/incident_diagnosis.py`): it runs as its own task,
+"""The diagnosis beside the playbook (`act/incident_diagnosis.py`): it runs as its own task,
 posts RootCauseSuspected with the top cause's numbers, writes status.diagnosis and the gauge, and a
 Prometheus that fails or hangs never reaches the tick."""
 
@@ -14,7 +14,7 @@ from aiohttp import web
 
 from forescale_operator.children import Owner
 from forescale_operator.diagnosis.gather import queries
-from forescale_operator.forecast_loop.incident_diagnosis import IncidentDiagnoses
+from forescale_operator.act.incident_diagnosis import IncidentDiagnoses
 from forescale_operator.kube.refs import CONFIG_MAPS, PODS
 from forescale_operator.reasons import Reason
 from forescale_operator.snapshot import snapshot_name

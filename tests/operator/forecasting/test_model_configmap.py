@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from forescale_operator.children import Owner
-from forescale_operator.forecast_loop.forecaster import PredictorForecastSource
+from forescale_operator.forecasting.forecaster import PredictorForecastSource
 from forescale_operator.spec import parse_spec
 from forescale_predictor import load_forecaster
 from forescale_predictor.forecast_types import History

@@ -22,16 +22,16 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .admin_wiring import ENV_FILE, PodToken, SecretKey, pod_token, usable_token
-from .children import ADMIN_TOKEN_DIR, Owner
-from .events import EventSink
-from .kube.client import KubeApi
-from .kube.errors import ApiError
-from .kube.refs import SECRETS
-from .observe import Observation
-from .reasons import ConditionReason, ConditionType, Reason
-from .spec import InferenceSpec
-from .status import StatusUpdate
+from ..admin_wiring import ENV_FILE, PodToken, SecretKey, pod_token, usable_token
+from ..children import ADMIN_TOKEN_DIR, Owner
+from ..events import EventSink
+from ..kube.client import KubeApi
+from ..kube.errors import ApiError
+from ..kube.refs import SECRETS
+from ..reasons import ConditionReason, ConditionType, Reason
+from ..spec import InferenceSpec
+from ..status import StatusUpdate
+from .seen import Observation
 
 logger = logging.getLogger(__name__)
 
