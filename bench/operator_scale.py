@@ -215,6 +215,15 @@ def serve_exporter(port: int, resources: int, namespaces: int, every: float = 5.
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 
+def within_slo(prom, target_s: float = 0.2, window: str = "1m") -> dict:
+    """How many resources' pool A p99 over the last `window` was within the SLO at the window's end: in the
+    closed loop, what the operator's scaling achieved; in the open loop, what the clock allowed."""
+    rows = prom.query(f'histogram_quantile(0.99, sum by (namespace, deployment, le) '
+                      f'(rate(forescale_request_duration_seconds_bucket{{pool="a"}}[{window}])))')
+    values = [float(r["value"][1]) for r in rows]
+    return {"resources": len(values), "within": sum(1 for v in values if v <= target_s), "target_ms": target_s * 1000}
+
+
 def write_replicas(api, path: Path) -> None:
     """The pools' ready replicas from the emulated API's store, {deployment: [a, b]}, replaced atomically
     (the exporter reads the file while it is written)."""
@@ -646,6 +655,10 @@ def run(args: argparse.Namespace) -> dict:
         if before is not None and after is not None:
             operator_figures(result, before, after)
             result["api_requests_per_tick"] = len(made) / max(result["ticks"], 1)
+        try:
+            result["within_slo"] = within_slo(prom)
+        except Exception as exc:  # noqa: BLE001 - a detail of the report, not a figure of the goals
+            problem(f"reading the pools' p99 from Prometheus: {exc}")
         log("measured: " + json.dumps(result))
         try:
             models: dict[str, int] = {}
@@ -785,6 +798,8 @@ def report(r: dict) -> None:
         ("Prometheus queries per 15 s", f"{r.get('prometheus_queries_per_15s', nan):.1f}"),
         ("API requests in the window", f"{r.get('api_requests', nan):.0f}: "
          + ", ".join(f"{k} {v}" for k, v in list((r.get("api_requests_by_kind") or {}).items())[:6])),
+        ("pool A p99 within the SLO at the end", (lambda w: f"{w['within']} of {w['resources']} resources "
+                                                  f"(p99 over 1 m <= {w['target_ms']:.0f} ms)" if w else "-")(r.get("within_slo"))),
         ("events in the window by reason", ", ".join(f"{k} {v}" for k, v in list((r.get("events_by_reason") or {}).items())[:8]) or "-"),
         ("CPU share of the rest", ", ".join(f"{k} {v:.2f}" for k, v in (r.get("cpu_share_others") or {}).items())),
         ("forecast model in status", ", ".join(f"{k}: {v}" for k, v in sorted((r.get("forecast_models") or {}).items()))),

@@ -66,3 +66,26 @@ def test_open_loop_ignores_the_replicas() -> None:
     for exporter in (one, many):
         _scraped(exporter, None, None)
     assert math.isclose(_median_latency(one, 0, 0), _median_latency(many, 0, 0))
+
+
+class _Prom:
+    def __init__(self, values: list[str]) -> None:
+        self.values, self.asked = values, []
+
+    def query(self, promql: str) -> list[dict]:
+        self.asked.append(promql)
+        return [{"metric": {"deployment": f"svc-{i}"}, "value": [0, v]} for i, v in enumerate(self.values)]
+
+
+@pytest.mark.parametrize("values, within", [
+    (["0.05", "0.2", "0.21"], 2),  # at the target is within
+    (["NaN", "0.1"], 1),           # no requests in the window: not counted as within
+    ([], 0),
+])
+def test_within_slo_counts_pool_a_p99_at_the_target(values: list[str], within: int) -> None:
+    from bench.operator_scale import within_slo
+
+    prom = _Prom(values)
+    found = within_slo(prom)
+    assert found == {"resources": len(values), "within": within, "target_ms": 200.0}
+    assert 'pool="a"' in prom.asked[0] and "histogram_quantile(0.99" in prom.asked[0]
