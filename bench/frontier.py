@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -342,48 +343,85 @@ def assemble(results: list[dict], variants: list[Variant], known: Mapping[tuple,
 
 
 def forecaster_gain(rows: list[dict], main_forecaster: str = "lstm") -> list[dict]:
-    """The forecaster ablation per dev trace: each forecaster's GPU-hours and violation seconds
-    summed over the trace's cases (scales, seeds, with and without the incident) at the same
-    reserve, and the main forecaster against the better baseline (fewer violation seconds, then
-    fewer GPU-hours). Met: <= GAIN_VIOLATION x its violation s at equal GPU-hours (within
-    EQUAL_GPU), or <= GAIN_GPU x its GPU-hours at no more violation s."""
+    """The forecaster ablation per dev trace: each forecaster's GPU-hours and violation seconds summed
+    over the trace's cases (scales, seeds, with and without the incident) at the same reserve, each
+    placed against the peers' curve, and the main forecaster against the better-placed baseline.
+
+    Placed: a forecaster's violation seconds over what the peers' curve gives for its GPU-hours
+    (`v / V(g)`, summed over the cases), and its GPU-hours over what the curve needs for its violation
+    seconds (`g / G(v)`). Two forecasters that land at different costs are then compared at equal
+    GPU-hours (or equal violation seconds) through the curve, which is what trading one for the other
+    costs any autoscaler here: `v_main / V(g_main)` over the better baseline's is "the violation
+    seconds at equal GPU-hours", and likewise for GPU-hours. Met: <= GAIN_VIOLATION or <= GAIN_GPU.
+
+    Also reported, unplaced: the better baseline by fewer violation seconds, then fewer GPU-hours, and
+    the two sums' ratios, with "equal GPU-hours" meaning within EQUAL_GPU (the measure before the
+    placement: a point bought with 2% more GPU could never count)."""
     sums: dict[tuple[str, str], dict[str, list[float]]] = {}
     for r in rows:
         if r["trace"] not in DEV_TRACES:
             continue
         forecaster, reserve = r["variant"].split("/", 1)
-        cell = sums.setdefault((r["trace"], reserve), {}).setdefault(forecaster, [0.0, 0.0])
+        cell = sums.setdefault((r["trace"], reserve), {}).setdefault(forecaster, [0.0, 0.0, 0.0, 0.0])
         cell[0] += r["forescale"]["gpu_hours"]
         cell[1] += r["forescale"]["violation_seconds"]
+        cell[2] += r.get("V", math.nan)
+        cell[3] += r.get("G", math.nan)
     out = []
     for (trace, reserve), by in sums.items():
-        bases = [(f, *by[f]) for f in ABLATION_BASELINES if f in by]
+        bases = [f for f in ABLATION_BASELINES if f in by]
         if main_forecaster not in by or not bases:
             continue
-        g, v = by[main_forecaster]
-        base, bg, bv = min(bases, key=lambda b: (b[2], b[1]))
+        g, v = by[main_forecaster][:2]
+        base = min(bases, key=lambda f: (by[f][1], by[f][0]))
+        bg, bv = by[base][:2]
         v_ratio = v / bv if bv > 0 else (1.0 if v == 0 else float("inf"))
         g_ratio = g / bg if bg > 0 else float("inf")
-        met = (v_ratio <= GAIN_VIOLATION and g_ratio <= EQUAL_GPU) or (g_ratio <= GAIN_GPU and v <= bv)
+        direct_met = (v_ratio <= GAIN_VIOLATION and g_ratio <= EQUAL_GPU) or (g_ratio <= GAIN_GPU and v <= bv)
+        placed = {f: {"violation_to_curve": _ratio(by[f][1], by[f][2]), "gpu_to_curve": _ratio(by[f][0], by[f][3])}
+                  for f in [main_forecaster, *bases]}
+        mine = placed[main_forecaster]
+        v_base = min(bases, key=lambda f: placed[f]["violation_to_curve"])
+        g_base = min(bases, key=lambda f: placed[f]["gpu_to_curve"])
+        placed_v = _ratio(mine["violation_to_curve"], placed[v_base]["violation_to_curve"])
+        placed_g = _ratio(mine["gpu_to_curve"], placed[g_base]["gpu_to_curve"])
         out.append({"trace": trace, "reserve": reserve, "gpu_hours": g, "violation_seconds": v,
-                    "baselines": {f: {"gpu_hours": bg_, "violation_seconds": bv_} for f, bg_, bv_ in bases},
-                    "better_baseline": base, "violation_ratio": v_ratio, "gpu_ratio": g_ratio, "met": bool(met)})
+                    "baselines": {f: {"gpu_hours": by[f][0], "violation_seconds": by[f][1]} for f in bases},
+                    "better_baseline": base, "violation_ratio": v_ratio, "gpu_ratio": g_ratio, "direct_met": bool(direct_met),
+                    "placed": placed, "placed_violation_ratio": placed_v, "placed_violation_baseline": v_base,
+                    "placed_gpu_ratio": placed_g, "placed_gpu_baseline": g_base,
+                    "met": bool(placed_v <= GAIN_VIOLATION or placed_g <= GAIN_GPU)})
     return out
+
+
+def _ratio(a: float, b: float) -> float:
+    """a / b, where 0 / 0 is 1 (both at the curve's floor), x / 0 is infinite, and NaN stays NaN."""
+    if math.isnan(a) or math.isnan(b):
+        return math.nan
+    if b > 0:
+        return a / b
+    return 1.0 if a == 0 else math.inf
 
 
 def print_gain(gains: list[dict], main_forecaster: str = "lstm") -> None:
     if not gains:
         return
     print(f"\n=== forecaster ablation: {main_forecaster} against the better of {', '.join(ABLATION_BASELINES)}, "
-          f"per dev trace (sums over its cases) ===")
+          f"per dev trace (sums over its cases), each placed against the peers' curve ===")
     for g in gains:
         bases = "  ".join(f"{f} {b['gpu_hours']:.2f}/{b['violation_seconds']:.0f}" for f, b in g["baselines"].items())
+        placed = "  ".join(f"{f} v/V(g) {p['violation_to_curve']:.2f}, g/G(v) {p['gpu_to_curve']:.3f}"
+                           for f, p in g["placed"].items())
         print(f"{g['trace']:17s} {g['reserve']:16s} {main_forecaster} {g['gpu_hours']:.2f} GPU-h/{g['violation_seconds']:.0f} s  "
-              f"{bases}  vs {g['better_baseline']}: violation {g['violation_ratio']:.2f}x, GPU-h {g['gpu_ratio']:.3f}x  "
-              f"{'met' if g['met'] else 'MISSED'}")
+              f"{bases}\n    placed: {placed}\n"
+              f"    at equal GPU-h (through the curve): {g['placed_violation_ratio']:.2f}x {g['placed_violation_baseline']}'s "
+              f"violation s; at equal violation s: {g['placed_gpu_ratio']:.3f}x {g['placed_gpu_baseline']}'s GPU-h  "
+              f"{'met' if g['met'] else 'MISSED'}\n"
+              f"    unplaced, vs {g['better_baseline']}: violation {g['violation_ratio']:.2f}x, GPU-h {g['gpu_ratio']:.3f}x "
+              f"({'met' if g['direct_met'] else 'missed'} with equal GPU-h = within {EQUAL_GPU - 1:.0%})")
     met = sum(g["met"] for g in gains)
-    print(f"  <= {GAIN_VIOLATION} x violation s at equal GPU-h, or <= {GAIN_GPU} x GPU-h at equal violation s: "
-          f"met on {met} of {len(gains)} (goal: 3 of 4 dev traces)")
+    print(f"  <= {GAIN_VIOLATION} x violation s at equal GPU-h, or <= {GAIN_GPU} x GPU-h at equal violation s, placed "
+          f"against the peers' curve: met on {met} of {len(gains)} (goal: 3 of 4 dev traces)")
 
 
 # ---------------------------------------------------------------- printing

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -59,8 +60,11 @@ def test_a_miss_names_the_peer_point_behind_it(goal: str, fs: dict, incident: bo
     assert words in _explained(goal, fs, incident)
 
 
-def _row(trace: str, forecaster: str, gpu: float, viol: float, reserve: str = "reserve default") -> dict:
-    return {"trace": trace, "variant": f"{forecaster}/{reserve}", "forescale": {"gpu_hours": gpu, "violation_seconds": viol}}
+def _row(trace: str, forecaster: str, gpu: float, viol: float, reserve: str = "reserve default",
+         V: float | None = None, G: float | None = None) -> dict:
+    """One case's row; V and G (the peers' curve at its cost and at its violations) where the test places it."""
+    row = {"trace": trace, "variant": f"{forecaster}/{reserve}", "forescale": {"gpu_hours": gpu, "violation_seconds": viol}}
+    return row if V is None else {**row, "V": V, "G": G}
 
 
 @pytest.mark.parametrize("lstm, ewm, last, better, met", [
@@ -78,7 +82,7 @@ def test_the_forecaster_ablation_compares_with_the_better_baseline(lstm, ewm, la
     rows = [_row("mooncake", "lstm", *lstm), _row("mooncake", "ewm", *ewm), _row("mooncake", "last", *last),
             _row("synth-bursty", "lstm", 1.0, 0.0), _row("synth-bursty", "ewm", 9.0, 900.0)]  # not a dev trace
     (gain,) = forecaster_gain(rows)
-    assert (gain["trace"], gain["better_baseline"], gain["met"]) == ("mooncake", better, met)
+    assert (gain["trace"], gain["better_baseline"], gain["direct_met"]) == ("mooncake", better, met)
 
 
 def test_the_ablation_sums_a_traces_cases_and_needs_a_baseline():
@@ -89,7 +93,35 @@ def test_the_ablation_sums_a_traces_cases_and_needs_a_baseline():
             _row("mooncake", "lstm", 4.0, 20.0)]  # no baseline run: no row
     (gain,) = forecaster_gain(rows)
     assert (gain["gpu_hours"], gain["violation_seconds"]) == (30.0, 120.0)
-    assert gain["violation_ratio"] == pytest.approx(120 / 180) and gain["met"]
+    assert gain["violation_ratio"] == pytest.approx(120 / 180) and gain["direct_met"]
+
+
+# Each forecaster placed against the peers' curve: (gpu, violations, V(g), G(v)) per forecaster.
+@pytest.mark.parametrize("lstm, ewm, last, v_ratio, g_ratio, met", [
+    # the same cost: placement is the plain ratio, 80 / 100
+    ((10.0, 80.0, 100.0, 11.0), (10.0, 100.0, 100.0, 10.0), (10.0, 120.0, 100.0, 9.5), 0.8, (10 / 11) / 1.0, True),
+    # fewer violations bought with 20% more GPU, where the peers get half as many for it: not a gain
+    ((12.0, 60.0, 30.0, 11.0), (10.0, 100.0, 100.0, 10.0), (10.0, 110.0, 100.0, 9.8), 2.0, (12 / 11) / 1.0, False),
+    # fewer violations for 20% more GPU, where the peers get more for it: a gain at equal GPU-h
+    ((12.0, 60.0, 90.0, 14.0), (10.0, 100.0, 100.0, 10.0), (10.0, 110.0, 100.0, 9.8), (60 / 90) / 1.0, (12 / 14) / 1.0, True),
+    # cheaper at the same violations: only the GPU-h placement wins
+    ((9.0, 100.0, 110.0, 10.0), (10.0, 100.0, 100.0, 10.0), (10.0, 100.0, 100.0, 10.0), (100 / 110) / 1.0, 0.9, True),
+])
+def test_the_ablation_places_each_forecaster_against_the_peers_curve(lstm, ewm, last, v_ratio, g_ratio, met):
+    from bench.frontier import forecaster_gain
+
+    rows = [_row("mooncake", f, g, v, V=V, G=G) for f, (g, v, V, G) in (("lstm", lstm), ("ewm", ewm), ("last", last))]
+    (gain,) = forecaster_gain(rows)
+    assert gain["placed_violation_ratio"] == pytest.approx(v_ratio)
+    assert gain["placed_gpu_ratio"] == pytest.approx(g_ratio)
+    assert gain["met"] is met
+
+
+@pytest.mark.parametrize("a, b, ratio", [(0.0, 0.0, 1.0), (5.0, 0.0, math.inf), (3.0, 6.0, 0.5), (math.nan, 1.0, math.nan)])
+def test_a_placement_ratio_at_the_curves_floor(a: float, b: float, ratio: float) -> None:
+    from bench.frontier import _ratio
+
+    assert _ratio(a, b) == pytest.approx(ratio, nan_ok=True)
 
 
 # -- --peers-from: the peers' curves of an earlier run, Forescale replayed alone ---------------------
