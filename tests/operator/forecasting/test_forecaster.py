@@ -4,8 +4,10 @@ reason), which model is in use, and the rolling coverage and MAE in status and m
 from __future__ import annotations
 
 import base64
-import math
 import copy
+import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,7 +28,8 @@ from forescale_predictor.model_file import to_bytes
 from forescale_predictor.scaling import Standardiser
 from forescale_predictor.trained_model import TrainedModel, build_net
 
-from test_loop_scenario import Clock, ScriptedSource
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "forecast_loop"))
+from test_loop_scenario import Clock, ScriptedSource  # noqa: E402
 
 
 def untrained(features: tuple[str, ...], targets: tuple[str, ...] | None = None) -> bytes:
