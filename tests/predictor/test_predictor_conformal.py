@@ -94,3 +94,40 @@ def test_a_bursty_series_with_idle_steps_keeps_a_bounded_band():
     assert max(uppers) <= 40.0 + 1.3 * 3.5  # never past what the series has shown
     assert np.mean(hits) == pytest.approx(0.8, abs=0.05)
     assert np.median(uppers) < 15.0  # bursts (6% of steps) are not what an 80% band is sized for
+
+
+# -- Q read from a sorted copy of the window: the same number np.quantile gives, to the last bit --------------
+
+@pytest.mark.parametrize("values, level", [
+    ([3.0], 0.8),
+    ([1.0, 2.0], 0.5),                      # t = 0.5 takes numpy's upper-side formula
+    ([1.0, 2.0, 3.0, 4.0], 0.8),
+    ([-5.0, -5.0, 0.1, 0.1, 7.0], 0.3),     # ties
+    ([0.0, 1e-300, 1e300], 0.999999),
+    ([2.0, 1.0, 3.0], 0.0),
+    ([2.0, 1.0, 3.0], 1.0),
+])
+def test_linear_quantile_is_numpys(values: list[float], level: float) -> None:
+    from forescale_predictor.conformal import linear_quantile
+
+    assert linear_quantile(sorted(values), level) == float(np.quantile(values, level))
+
+
+def test_linear_quantile_matches_numpy_on_random_windows() -> None:
+    from forescale_predictor.conformal import linear_quantile
+
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        values = rng.normal(0.0, rng.choice([1e-3, 1.0, 1e3]), int(rng.integers(1, 320)))
+        level = float(rng.random())
+        assert linear_quantile(sorted(values.tolist()), level) == float(np.quantile(values, level))
+
+
+def test_the_sorted_copy_follows_the_window() -> None:
+    aci = AdaptiveConformal(window=25)
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        aci.update((-1.0, 0.0, 1.0), (-1.2, 1.2), float(rng.normal(0.0, 2.0)))
+        assert aci._sorted == sorted(aci.scores) and len(aci.scores) <= 25
+    aci.seed(np.array([[-1.0, 0.0, 1.0]] * 40), rng.normal(0.0, 1.0, 40))
+    assert aci._sorted == sorted(aci.scores)
