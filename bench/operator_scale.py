@@ -49,8 +49,12 @@ from pathlib import Path
 
 import numpy as np
 
+from forescale_operator.children import LABEL_DEPLOYMENT, LABEL_POOL
+
 ROOT = Path(__file__).resolve().parent.parent
 STEP = 15
+#: every resource's SLO target (its spec), which `within_slo` judges pool A's p99 against
+SLO_MS = 200
 GOAL_DECISION_P99 = 0.005
 GOAL_CPU = 1.0
 GOAL_RSS = 1024 ** 3
@@ -215,7 +219,7 @@ def serve_exporter(port: int, resources: int, namespaces: int, every: float = 5.
     ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
 
 
-def within_slo(prom, target_s: float = 0.2, window: str = "1m") -> dict:
+def within_slo(prom, target_s: float = SLO_MS / 1000, window: str = "1m") -> dict:
     """How many resources' pool A p99 over the last `window` was within the SLO at the window's end: in the
     closed loop, what the operator's scaling achieved; in the open loop, what the clock allowed."""
     rows = prom.query(f'histogram_quantile(0.99, sum by (namespace, deployment, le) '
@@ -230,7 +234,7 @@ def write_replicas(api, path: Path) -> None:
     replicas: dict[str, list[int]] = {}
     for dep in api.objects("deployments"):
         labels = dep["metadata"].get("labels") or {}
-        name, pool = labels.get("forescale.io/deployment"), labels.get("forescale.io/pool")
+        name, pool = labels.get(LABEL_DEPLOYMENT), labels.get(LABEL_POOL)
         if name is None or pool not in ("a", "b"):
             continue
         ready = (dep.get("status") or {}).get("readyReplicas")
@@ -374,7 +378,7 @@ def infd(namespace: str, name: str) -> dict:
     return {
         "apiVersion": "forescale.io/v1alpha1", "kind": "InferenceDeployment",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"slo": {"targetLatencyMs": 200},
+        "spec": {"slo": {"targetLatencyMs": SLO_MS},
                  "pools": {"a": {"minReplicas": 2, "maxReplicas": 20, "template": TEMPLATE},
                            "b": {"minReplicas": 1, "maxReplicas": 10, "template": TEMPLATE}},
                  "forecast": {"stepSeconds": STEP},
