@@ -235,7 +235,7 @@ def _recipe_fused(ctx: BuildContext, tmp: Path) -> dict:
 
     export_onnx(ctx.teacher, tmp / ONNX_FILE)
     return {"architecture": "onnx", "precision": "fp32",
-            "inputs": {"export": "torch.onnx.export(dynamo=True, optimize=True): constant folding", "runtime": "onnxruntime, ORT_ENABLE_ALL (operator fusion)"}}
+            "inputs": {"export": "torch.onnx.export(dynamo=False, opset 17, do_constant_folding=True): traced, constant folding, checked against torch", "runtime": "onnxruntime, ORT_ENABLE_ALL (operator fusion)"}}
 
 
 _RECIPES: dict[str, Callable[[BuildContext, Path], dict]] = {
