@@ -20,6 +20,7 @@ class StubView:
     """A fixed cluster: pool -> (replicas, ready, rate, latency, errors, queue, precision, startups)."""
 
     now: float = 600.0
+    total_rps: float = 9.0
     pools: dict = field(default_factory=lambda: {
         "a": (4, 3, 9.0, 450.0, 0.0, 2.0, "fp16", [90.0]),
         "b": (1, 1, 0.0, None, None, 0.0, "int8", []),
@@ -27,7 +28,7 @@ class StubView:
 
     def replicas(self, p): return self.pools[p][0]
     def ready(self, p): return self.pools[p][1]
-    def rate(self, p, s): return 9.0 if p is None else self.pools[p][2]
+    def rate(self, p, s): return self.total_rps if p is None else self.pools[p][2]
     def latency_ms(self, p, s): return 450.0 if p is None else self.pools[p][3]
     def error_rate(self, p, s): return self.pools[p][4] if p else 0.0
     def queue_depth(self, p): return self.pools[p][5]
@@ -79,3 +80,20 @@ def test_forescale_observes_the_view_and_applies_the_decision() -> None:
     # 9 rps at 2.5 rps per pod needs at least 4 pods of A; B keeps its minimum of 1
     assert cmd.replicas["a"] >= 4 and cmd.replicas["b"] >= 1
     assert policy.forecast_models == {"last": 2}  # the first tick has no history to forecast from
+
+
+@pytest.mark.parametrize("rate, capacity, a, b", [
+    # 854 rps on pods of 824: the bare rate packs one pod at 104%; one window's Poisson noise at q0.9
+    # (+11.8 rps) asks for two, as the engine would on a steady minute (ServeGen m-small at 1x)
+    (854.0, 824.3, 2, 1),
+    (9.0, 2.5, 5, 1),       # 10.2 rps with the margin, not the 3.6 pods of the bare rate
+    (0.0, 2.5, 1, 1),       # no traffic: each pool's minimum
+    (5000.0, 100.0, 51, 7),  # B holds 20% of 5,029 rps at int8 (100 x 5/3 rps per pod)
+])
+def test_forescale_warm_starts_as_its_engine_sizes_a_steady_minute(rate, capacity, a, b) -> None:
+    spec = parse_spec(replay_spec(200, 0.99, 100, 20))
+    policy = ForescalePolicy(spec, make_baseline("last", step_seconds=15, horizon_seconds=180),
+                             EngineParams(fallback_capacity_rps=capacity), target_per_pod=0.7 * capacity)
+    command = policy.start(StubView(total_rps=rate))
+    assert command.replicas == {"a": a, "b": b}
+    assert command.weights == {"a": 100, "b": 0}

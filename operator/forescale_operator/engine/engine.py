@@ -351,7 +351,7 @@ def _size(spec: InferenceSpec, state: EngineState, obs: Observations, dem: sizin
         tick.reasons.append("no rate and no forecast: replicas held")
         return ({p: sizing.clamp(obs.pool(p).replicas, spec.pool(p).min_replicas, spec.pool(p).max_replicas)
                  for p in ("a", "b")}, False, history)
-    q = forecast.upper_quantile if forecast is not None else 0.9
+    q = forecast.upper_quantile if forecast is not None else sizing.OBSERVED_QUANTILE
     upper = sizing.window_margin(dem.at_ready, params.slo_window_seconds, q)
     observed = sizing.window_margin(dem.observed, params.slo_window_seconds, q)
     reserve = spec.warm_reserve_percent / 100.0

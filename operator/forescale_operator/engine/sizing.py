@@ -35,6 +35,11 @@ from forescale_predictor.forecast_types import RATE, Forecast
 
 from .types import EngineParams
 
+#: the quantile the window margin is taken at without a forecast (with one, the band's own upper
+#: quantile): the forecasters' default upper band, q0.9, so that sizing on the observed rate asks
+#: for as rare a window as sizing on a forecast does
+OBSERVED_QUANTILE = 0.9
+
 
 @dataclass(frozen=True)
 class Demand:
