@@ -1,6 +1,6 @@
 """Pool B's lighter model: every variant built and measured against the goals.
 
-    .venv/bin/python -m bench.variants [--dir DIR] [--rounds 3] [--write-speed] [--json]
+    .venv/bin/python -m bench.variants [--dir DIR] [--rounds 10] [--write-speed] [--json]
 
 Builds all recipes with `forescale variants build` into DIR (a temporary
 directory unless given; an existing DIR with all five variants is reused),
@@ -98,7 +98,9 @@ def goals_table(result: dict) -> tuple[list[str], bool]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, help="variants directory (built there unless it holds all five)")
-    parser.add_argument("--rounds", type=int, default=3)
+    # 10 rounds (about 50 s for six servers): with 3, two runs a minute apart put the fused graph
+    # at 1.00x and 1.07x; with 10, four runs fell within 1.06-1.11x (docs/model-server.md)
+    parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--write-speed", action="store_true", help=f"record the measured ratios in {SPEED_FILE.name}")
     parser.add_argument("--json", action="store_true", help="also print the report's JSON")
     args = parser.parse_args()
