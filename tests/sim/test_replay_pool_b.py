@@ -33,7 +33,8 @@ def test_pool_b_runs_at_its_variants_measured_speed(azure_slice: Path, capsys, v
     capacity_b = data["policies"]["forescale"]["capacity_rps"]["b"]
     int8_capacity = data["calibration"]["capacity_rps_at_slo"]["int8"]
     if variant == "int8":
-        assert capacity_b == pytest.approx(int8_capacity, rel=0.05)  # the prior, as the pods have not moved it far
+        # the prior, moved by a few of B's own samples (each step at most 10%): not the distilled student's 1.2x
+        assert capacity_b == pytest.approx(int8_capacity, rel=0.15)
     else:
         assert capacity_b > 1.2 * int8_capacity
 

@@ -131,6 +131,9 @@ def decide(
         tick.reasons.append(f"a sized at {stretch:.2f}x its model's capacity: the error budget held at that load "
                             f"(bounded by the load test or the pods' best within the target, "
                             f"{models['a'].evidence_rps:.1f} rps per pod)")
+    elif stretch < 1.0:
+        tick.reasons.append(f"a sized at {stretch:.2f}x its model's capacity: the error budget was overspent at "
+                            f"a load a was sized for ({size_cap_a:.1f} rps per pod)")
     startup_a = startup["a"] if startup["a"] is not None else params.default_startup_seconds
     dem = sizing.demand(forecast, playbook.total_rate(obs), now, startup_a)
     # B at its health while it carries traffic, as A is in an incident: B's share is the engine's to give,
