@@ -49,8 +49,9 @@ The constants, and why each has its value:
 The decrease and the floor came with the Kalman step that keeps its direction (latency_model.py);
 the two together, on the frontier's 144 cases of seeds 0-5 (docs/frontier.md, "The ridge and the
 stretch below 1"): 320 -> 330 goals, GPU-h -1.9%, violation s -9.7%. Measured on the frontier's 72
-cases of seeds 0-2 (docs/frontier.md, "The stretch"), against the other values: `STEP` 0.02 met one goal more for 6% more violation seconds; `TESTED_LOAD` 0.8 and
-`SPEND_SHARE` 0.25 one goal fewer each, within 4% of the violation seconds.
+cases of seeds 0-2 (docs/frontier.md, "The stretch"), against the other values: `STEP` 0.02 met
+one goal more for 6% more violation seconds; `TESTED_LOAD` 0.8 and `SPEND_SHARE` 0.25 one goal
+fewer each, within 4% of the violation seconds.
 """
 
 from __future__ import annotations
