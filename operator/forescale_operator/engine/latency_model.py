@@ -324,7 +324,8 @@ class PoolModel:
             # operating point, where the curve is a ridge of equally good fits, samples walked the fit
             # down the ridge, L0 33 -> 0.7 ms and mu 825 -> 296 rps on ServeGen m-mid at 10x while the
             # pods held 250-400 rps per pod at a p99 of 5 ms (docs/frontier.md, "The ridge").
-            step = [v * _step_scale(self.x, step, mp.max_step) for v in step]
+            scale = _step_scale(self.x, step, mp.max_step)
+            step = [v * scale for v in step]
             # x1's bound is set by the same share of x0 / mu's scale (it is x0-like per rps).
             span = mp.max_step * (self.x[0] * self.x[2] + abs(self.x[1]))
             step[1] = min(max(step[1], -span), span)

@@ -99,8 +99,8 @@ class ForescalePolicy:
         reserve = self.spec.warm_reserve_percent / 100.0
         pods = {}
         for pool, share in (("a", 1.0), ("b", reserve)):
-            spec, precision = self.spec.pool(pool), self.spec.pool(pool).precision
-            capacity = self.params.prior_rps(pool, precision) * self.params.speed(precision)
+            spec = self.spec.pool(pool)
+            capacity = self.params.prior_rps(pool, spec.precision) * self.params.speed(spec.precision)
             pods[pool] = sizing.clamp(sizing.pods_for(share * load, capacity), spec.min_replicas, spec.max_replicas)
         return Command(pods, weights={"a": 100, "b": 0})
 
