@@ -3,9 +3,9 @@
 The clock advances in 1 s ticks. At each tick: pods whose start-up ended
 become ready; crash incidents fire; each policy decides when its own loop
 interval comes round; then the tick's arrivals are routed by the weights to
-a pool and, inside the pool, to the ready pod with the fewest outstanding
-requests (Envoy's least-request balancing), or through the fluid model for
-rate traces.
+a pool and, inside the pool, to the less busy of two random ready pods
+(Envoy's least-request balancing, `balancing.py`), or through the fluid model
+for rate traces.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 
 from forescale_profiles.service_time import DecoderProfile, EncoderProfile
 
+from . import balancing
 from .cluster import Pod, Pool, slowdown_at
 from .encoder_fluid import encoder_tick
 from .incidents import Incident
@@ -140,11 +141,12 @@ class _Actuator:
 
 def _route_requests(trace: RequestTrace, lo: int, hi: int, now: float, pools: dict[str, Pool], w_b: float,
                     slow: dict[str, float], rng: np.random.Generator, rec: Recorder) -> None:
-    """Requests lo..hi-1 (this tick's): a pool by weight, then the ready pod with
-    the fewest outstanding requests; no ready pod means a 503 (rejected)."""
+    """Requests lo..hi-1 (this tick's): a pool by weight, then the less busy of two
+    random ready pods (`balancing.pick`); no ready pod means a 503 (rejected)."""
     ready = {name: [p.server for p in pools[name].ready_pods(now)] for name in pools}
     prec = {name: pools[name].effective_precision for name in pools}
     picks = rng.random(hi - lo) < w_b
+    first, second = rng.random(hi - lo), rng.random(hi - lo)
     for k, i in enumerate(range(lo, hi)):
         name = "b" if picks[k] else "a"
         servers = ready[name]
@@ -152,7 +154,7 @@ def _route_requests(trace: RequestTrace, lo: int, hi: int, now: float, pools: di
         if not servers:
             rec.request(i, name, at, None)
             continue
-        server = min(servers, key=lambda s: s.outstanding(at)) if len(servers) > 1 else servers[0]
+        server = balancing.pick(servers, first[k], second[k], at)
         latency = server.serve(i, at, trace.input_tokens[i], trace.output_tokens[i], prec[name], slow[name])
         rec.request(i, name, at, latency)
         if latency is not None:
