@@ -91,9 +91,9 @@ def decide(
     if inc.stage is None and check.starting:
         _start_incident(spec, tick, check, obs, models["a"], limit, now, params)
     elif inc.stage is not None:
-        _advance_incident(spec, tick, check, obs, models["a"], limit, now, params)
+        _advance_incident(spec, tick, check, obs, models["a"], _pods_health(models["a"], health), limit, now, params)
 
-    h_now = _missed_health(obs, models["a"], target)
+    h_now = _missed_health(obs, models["a"], health, target)
 
     # 4. Overload: outside an incident, B's reserve takes what A's ready pods cannot, until they can.
     if tick.incident.stage is None and not tick.finished_incident:
@@ -114,7 +114,10 @@ def decide(
     runtime_a = tick.incident.runtime_precision_a
     prec_a = runtime_a or spec.a.precision
     in_incident = tick.incident.stage is not None
-    h = models["a"].health if in_incident else h_now
+    h = _pods_health(models["a"], health) if in_incident else h_now
+    if h > 1.0:
+        source = "its device clock" if h == health.clock_ratio else "its latency against its model"
+        tick.reasons.append(f"a sized at health {h:.2f}: its pods take {h:.2f}x their curve's time ({source})")
     cap_a = models["a"].capacity(target, params.speed(prec_a), health=h)
     weights = {"a": 100 - tick.weight_b, "b": tick.weight_b}
     share_a = weights["a"]
@@ -249,7 +252,21 @@ def _health(obs: Observations, model: PoolModel, clock: PodClock | None, precisi
                            clock_ratio=clock_ratio, clock_line=clock_line)
 
 
-def _missed_health(obs: Observations, model: PoolModel, target: float) -> float:
+def _pods_health(model: PoolModel, health: triggers.Health) -> float:
+    """How many times their healthy curve's time A's pods take: the device clock's ratio where it
+    is past its line, else the latency model's tracked health.
+
+    The clock times the pods' own work, so it is right from the first tick of a slowdown and counts
+    no queue. The tracked health is fitted from latency: it lags a step change (1.22, 1.45, 2.06 in
+    the first three ticks of a 2.5x slowdown, Azure conv at 10x, seed 2) and then reads the queue
+    built meanwhile as slowness (4.05), so A was sized short, then twice over.
+    """
+    if health.clock_ratio is not None and health.clock_ratio > health.clock_line:
+        return max(1.0, health.clock_ratio)
+    return model.health
+
+
+def _missed_health(obs: Observations, model: PoolModel, health: triggers.Health, target: float) -> float:
     """The health outside an incident: A's tracked h while A misses the target, else 1.
 
     A miss that starts no playbook (a burst inside the step, a knee sharper than the model's, a
@@ -259,7 +276,7 @@ def _missed_health(obs: Observations, model: PoolModel, target: float) -> float:
     of 24 seed-0 frontier cases, against 0) and two false emergencies came back.
     """
     a = obs.a
-    return model.health if a.latency_ms is not None and a.latency_ms > target else 1.0
+    return _pods_health(model, health) if a.latency_ms is not None and a.latency_ms > target else 1.0
 
 
 def _start_incident(spec: InferenceSpec, tick: Tick, check: triggers.TriggerCheck, obs: Observations,
@@ -279,7 +296,7 @@ def _start_incident(spec: InferenceSpec, tick: Tick, check: triggers.TriggerChec
 
 
 def _advance_incident(spec: InferenceSpec, tick: Tick, check: triggers.TriggerCheck, obs: Observations,
-                      model_a: PoolModel, limit: playbook.ShiftLimit, now: float, params: EngineParams) -> None:
+                      model_a: PoolModel, h: float, limit: playbook.ShiftLimit, now: float, params: EngineParams) -> None:
     """Rules 3 and 4: follow B's gates during the emergency; recover; cut back; finish."""
     target = spec.slo.target_latency_ms
     inc = tick.incident
@@ -296,7 +313,6 @@ def _advance_incident(spec: InferenceSpec, tick: Tick, check: triggers.TriggerCh
             tick.actions.append(action)
             tick.events.append(event)
             tick.weight_b = emergency_weight_b = weight_b
-    h = model_a.health
     health = cutback.Health(triggers.overall_latency(obs), check.beyond_latency, triggers.quantile_label(spec.slo.quantile),
                             device_ratio=check.slow[-1] if check.slow and check.slow[-1] > 0 else None)
     progress = cutback.advance(

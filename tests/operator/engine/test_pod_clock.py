@@ -236,3 +236,27 @@ def test_a_device_slow_again_aborts_the_cut_back_and_says_so(tick):
     assert Reason.CUTBACK_ABORTED in reasons(d) and d.phase is Phase.EMERGENCY
     message = next(e.message for e in d.events if e.reason is Reason.CUTBACK_ABORTED)
     assert re.search(r"the device at 2\.[4-6]\dx its usual time per unit of work again", message)
+
+
+@pytest.mark.parametrize("clocked, source", [
+    (True, "its device clock"),                  # the clock's 2.5x from the first tick
+    (False, "its latency against its model"),    # no clock: the latency model's tracked health
+])
+def test_in_an_incident_a_is_sized_at_the_health_the_pods_show(tick, clocked, source):
+    s = Scenario(tick)
+    _warm(s) if clocked else s.warm()
+    extra = _clocked(37.5, 2.5) if clocked else {}
+    for _ in range(3):
+        d = s.at(healthy_ms(37.5) * 3.0, rate=300.0, over=0.05, a_extra=extra)
+        if Reason.EMERGENCY_STARTED in reasons(d):
+            break
+    assert d.phase is Phase.EMERGENCY
+    line = next(r for r in d.reasons if r.startswith("a sized at health"))
+    h = float(re.search(r"health (\d+\.\d+)", line).group(1))
+    assert source in line
+    if clocked:
+        assert h == pytest.approx(2.5, rel=0.05)
+    else:
+        assert h == pytest.approx(d.state.learned.models["a"].health, abs=0.01)
+    model = d.state.learned.models["a"]
+    assert d.capacity_rps["a"] == pytest.approx(model.capacity(200.0, PARAMS.speed("int8"), health=h), rel=0.02)
