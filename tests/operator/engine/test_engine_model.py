@@ -197,6 +197,26 @@ def test_an_overload_sends_the_excess_to_bs_reserve_and_takes_it_back(tick):
     assert d.weights == {"a": 100, "b": 0} and "overload over" in d.events[0].message
 
 
+@pytest.mark.parametrize("a_after, rate_after, held", [
+    ((12, 8), 300.0, True),    # the load fits the ready pods again, but the new ones are still starting: held
+    ((12, 12), 300.0, False),  # the new pods are ready and carry it: all back to A
+    ((8, 8), 300.0, False),    # nothing on its way (the scale-up was undone): back to A
+])
+def test_an_overload_shift_holds_until_as_new_pods_are_ready(tick, a_after, rate_after, held):
+    s = Scenario(tick)
+    s.warm()
+    d = s.at(900.0, rate=500.0, a=(12, 8))  # the excess to B while four more pods of A start
+    shifted = d.weights["b"]
+    assert Reason.OVERLOAD in reasons(d) and shifted > 0
+    d = s.at(healthy_ms(30.0), rate=rate_after, a=a_after)
+    if held:
+        assert d.weights["b"] == shifted
+        assert not any(e.reason is Reason.TRAFFIC_SHIFTED for e in d.events)
+    else:
+        assert d.weights == {"a": 100, "b": 0}
+        assert "overload over" in next(e.message for e in d.events if e.reason is Reason.TRAFFIC_SHIFTED)
+
+
 @pytest.mark.parametrize("ratio, hurt_latency, starts_at", [
     (1.5, False, None),  # slower than the model, but within the trigger ratio
     (3.0, True, 1),      # 3x the prediction and over the target: the second tick
