@@ -116,7 +116,7 @@ def decide(
     in_incident = tick.incident.stage is not None
     h = _pods_health(models["a"], health) if in_incident else h_now
     if h > 1.0:
-        source = "its device clock" if h == health.clock_ratio else "its latency against its model"
+        source = "its device clock" if health.clock_slow else "its latency against its model"
         tick.reasons.append(f"a sized at health {h:.2f}: its pods take {h:.2f}x their curve's time ({source})")
     cap_a = models["a"].capacity(target, params.speed(prec_a), health=h)
     weights = {"a": 100 - tick.weight_b, "b": tick.weight_b}
@@ -261,9 +261,7 @@ def _pods_health(model: PoolModel, health: triggers.Health) -> float:
     the first three ticks of a 2.5x slowdown, Azure conv at 10x, seed 2) and then reads the queue
     built meanwhile as slowness (4.05), so A was sized short, then twice over.
     """
-    if health.clock_ratio is not None and health.clock_ratio > health.clock_line:
-        return max(1.0, health.clock_ratio)
-    return model.health
+    return max(1.0, health.clock_ratio) if health.clock_slow else model.health
 
 
 def _missed_health(obs: Observations, model: PoolModel, health: triggers.Health, target: float) -> float:

@@ -107,6 +107,11 @@ class Health:
         A clock within its noise says they run at their usual speed, whatever latency shows."""
         return self.clock_ratio is None or self.clock_ratio > self.clock_line
 
+    @property
+    def clock_slow(self) -> bool:
+        """Whether the pods' clock reports them slower than usual, past its noise."""
+        return self.clock_ratio is not None and self.clock_ratio > self.clock_line
+
     def clock_text(self) -> str:
         """`; device 2.50x its usual time per unit` or '' without a clock."""
         return "" if self.clock_ratio is None else f"; device {self.clock_ratio:.2f}x its usual time per unit"
