@@ -192,10 +192,12 @@ def overload_shift(
     ready_capacity_a: float,
     cap_b: float,
     params: EngineParams,
+    missed: str | None = None,
 ) -> tuple[int, list[Action], list[Event]]:
     """Rule 2's overload answer: while A's ready pods cannot carry the load, send the
     excess to B's idle reserve (within B's gates), never less while A's new pods are
-    still starting; all of it back once they are ready and carry it.
+    still starting; all of it back once they are ready and carry it. `missed` says why
+    A's ready capacity was counted below its model's (a tick over the target).
 
     No playbook: no int8, no debug logs. The model says the pods are healthy and
     only too few; the pods being added will carry it when ready.
@@ -216,7 +218,7 @@ def overload_shift(
         new_b = limit.percent
         if new_b == current_b:
             return current_b, [], []
-        load = (f"a ready capacity {ready_capacity_a:.0f} rps < {rate:.0f} rps" if excess > 1e-9 else
+        load = (missed or f"a ready capacity {ready_capacity_a:.0f} rps < {rate:.0f} rps" if excess > 1e-9 else
                 f"{a}'s new pods still starting ({obs.a.ready_replicas} of {obs.a.replicas} ready)")
         why = f"{load}; {limit.limited_by or f'b ready capacity {limit.ready_capacity:.0f} rps'}"
         if current_b == 0:

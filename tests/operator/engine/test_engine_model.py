@@ -217,6 +217,23 @@ def test_an_overload_shift_holds_until_as_new_pods_are_ready(tick, a_after, rate
         assert "overload over" in next(e.message for e in d.events if e.reason is Reason.TRAFFIC_SHIFTED)
 
 
+@pytest.mark.parametrize("reserve, latency_ratio, shifted", [
+    (20, 1.9, 20),  # over the target at a load the model says A carries: B's reserve takes its 20% of A's load
+    (40, 1.9, 40),  # a larger reserve takes a larger share
+    (0, 1.9, 0),    # no reserve: nothing to take it
+    (20, 1.5, 0),   # slower than the curve, within the target: nobody is hurt
+])
+def test_a_miss_within_the_models_capacity_hands_b_the_reserves_share(tick, reserve, latency_ratio, shifted):
+    s = Scenario(tick, spec=build_spec(warmReservePercent=reserve))
+    s.warm()
+    d = s.at(healthy_ms(37.5) * latency_ratio)  # 37.5 of the model's 50 rps per pod
+    assert d.weights["b"] == shifted
+    if shifted:
+        message = next(e.message for e in d.events if e.reason is Reason.OVERLOAD)
+        assert f"a missed its target ({healthy_ms(37.5) * latency_ratio:.0f} ms > 200 ms) at 37.5 rps per pod" in message
+        assert f"b's reserve takes {reserve}% of a's 300 rps" in message
+
+
 @pytest.mark.parametrize("ratio, hurt_latency, starts_at", [
     (1.5, False, None),  # slower than the model, but within the trigger ratio
     (3.0, True, 1),      # 3x the prediction and over the target: the second tick
@@ -286,7 +303,7 @@ def test_a_deviation_needs_its_ticks_in_a_row_without_draining(tick, ratios, sta
     ((0.0, 2.0, 5.0, 9.0), False),     # 9 queued over 8 pods: within the model's in-system count
 ])
 def test_a_queue_the_model_allows_at_this_load_is_the_loads(tick, queues, fires):
-    s = Scenario(tick)
+    s = Scenario(tick, spec=build_spec(warmReservePercent=0))  # no reserve to take a miss: the load stays on A
     s.warm()
     fired = False
     for q in queues:
@@ -305,7 +322,8 @@ def test_a_miss_that_starts_no_playbook_is_an_overload_at_the_pods_health(tick, 
     s.warm()
     seen, most = set(), 8
     for _ in range(4):  # 37.5 of the model's 50 rps per pod: no overload while healthy
-        d = s.at(healthy_ms(37.5) * latency_ratio)
+        per_pod = 300.0 * s.state.weights["a"] / 100 / 8  # A's share (B's reserve takes some of a miss)
+        d = s.at(healthy_ms(per_pod) * latency_ratio)
         seen |= set(reasons(d))
         most = max(most, d.desired_replicas["a"])
     assert Reason.EMERGENCY_STARTED not in seen

@@ -260,3 +260,20 @@ def test_in_an_incident_a_is_sized_at_the_health_the_pods_show(tick, clocked, so
         assert h == pytest.approx(d.state.learned.models["a"].health, abs=0.01)
     model = d.state.learned.models["a"]
     assert d.capacity_rps["a"] == pytest.approx(model.capacity(200.0, PARAMS.speed("int8"), health=h), rel=0.02)
+
+
+@pytest.mark.parametrize("clocked, sized_at_health", [
+    (True, False),   # the clock says the device runs at its usual speed: the miss is load, A is sized healthy
+    (False, True),   # no clock: the latency model's tracked health sizes A, as before
+])
+def test_a_miss_with_the_device_at_its_usual_speed_sizes_a_healthy(tick, clocked, sized_at_health):
+    s = Scenario(tick)
+    _warm(s) if clocked else s.warm()
+    lines = []
+    for _ in range(3):
+        per_pod = 300.0 * s.state.weights["a"] / 100 / 8
+        d = s.at(healthy_ms(per_pod) * 1.9, a_extra=_clocked(per_pod) if clocked else None)
+        lines += [r for r in d.reasons if r.startswith("a sized at health")]
+    assert bool(lines) is sized_at_health
+    if sized_at_health:
+        assert "its latency against its model" in lines[0]
