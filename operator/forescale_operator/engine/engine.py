@@ -295,7 +295,7 @@ def _ready_capacity_a(spec: InferenceSpec, obs: Observations, modelled_rps: floa
 
 
 def _missed_health(obs: Observations, model: PoolModel, health: triggers.Health, target: float) -> float:
-    """The health outside an incident: A's tracked h while A misses the target, else 1.
+    """The health outside an incident: the pods' (`_pods_health`) while A misses the target, else 1.
 
     A miss that starts no playbook (a burst inside the step, a knee sharper than the model's, a
     slowdown too small to call) still shows the pods carry less than the healthy curve says: it is
