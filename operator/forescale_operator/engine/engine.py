@@ -93,12 +93,14 @@ def decide(
     elif inc.stage is not None:
         _advance_incident(spec, tick, check, obs, models["a"], _pods_health(models["a"], health), limit, now, params)
 
-    h_now = _missed_health(obs, models["a"], health, target)
+    # A over its target this tick (its own latency; the overload shift and A's health read it)
+    a_missed = obs.a.latency_ms is not None and obs.a.latency_ms > target
+    h_now = _missed_health(models["a"], health, a_missed)
 
     # 4. Overload: outside an incident, B's reserve takes what A's ready pods cannot, until they can.
     if tick.incident.stage is None and not tick.finished_incident:
         cap_a = models["a"].capacity(target, params.speed(precision["a"]), health=h_now)
-        ready_a, missed_note = _ready_capacity_a(spec, obs, obs.a.ready_replicas * cap_a * stretch, target)
+        ready_a, missed_note = _ready_capacity_a(spec, obs, obs.a.ready_replicas * cap_a * stretch, target, a_missed)
         weight_b, actions, events = playbook.overload_shift(spec, obs, tick.weight_b, ready_a, cap_b, params,
                                                             missed_note)
         tick.weight_b = weight_b
@@ -271,7 +273,8 @@ def _pods_health(model: PoolModel, health: triggers.Health) -> float:
     return max(1.0, health.clock_ratio) if health.clock_slow else 1.0
 
 
-def _ready_capacity_a(spec: InferenceSpec, obs: Observations, modelled_rps: float, target: float) -> tuple[float, str | None]:
+def _ready_capacity_a(spec: InferenceSpec, obs: Observations, modelled_rps: float, target: float,
+                      missed: bool) -> tuple[float, str | None]:
     """What A's ready pods carry within the target, for the overload shift: their model's capacity,
     and, on a tick A missed its target, no more than `1 - warmReservePercent` of what they carry now.
 
@@ -284,7 +287,7 @@ def _ready_capacity_a(spec: InferenceSpec, obs: Observations, modelled_rps: floa
     with 3 false emergencies (docs/frontier.md).
     """
     a = obs.a
-    if a.latency_ms is None or a.latency_ms <= target or not a.rate_rps or not a.ready_replicas:
+    if not missed or not a.rate_rps or not a.ready_replicas:
         return modelled_rps, None
     keep = 1.0 - spec.warm_reserve_percent / 100.0
     if keep * a.rate_rps >= modelled_rps:
@@ -294,7 +297,7 @@ def _ready_capacity_a(spec: InferenceSpec, obs: Observations, modelled_rps: floa
                                f"{spec.warm_reserve_percent}% of a's {a.rate_rps:.0f} rps")
 
 
-def _missed_health(obs: Observations, model: PoolModel, health: triggers.Health, target: float) -> float:
+def _missed_health(model: PoolModel, health: triggers.Health, missed: bool) -> float:
     """The health outside an incident: the pods' (`_pods_health`) while A misses the target, else 1.
 
     A miss that starts no playbook (a burst inside the step, a knee sharper than the model's, a
@@ -303,8 +306,7 @@ def _missed_health(obs: Observations, model: PoolModel, health: triggers.Health,
     h, not this tick's own: sized on one sample's h, A overshot (peak A over 1.5x the oracle's in 5
     of 24 seed-0 frontier cases, against 0) and two false emergencies came back.
     """
-    a = obs.a
-    return _pods_health(model, health) if a.latency_ms is not None and a.latency_ms > target else 1.0
+    return _pods_health(model, health) if missed else 1.0
 
 
 def _start_incident(spec: InferenceSpec, tick: Tick, check: triggers.TriggerCheck, obs: Observations,

@@ -105,7 +105,7 @@ class Health:
         """Whether the pods may have changed: their clock says so, or there is no clock to ask
         (none reported, or one still learning: latency alone then decides, as without a clock).
         A clock within its noise says they run at their usual speed, whatever latency shows."""
-        return self.clock_ratio is None or self.clock_ratio > self.clock_line
+        return self.clock_ratio is None or self.clock_slow
 
     @property
     def clock_slow(self) -> bool:
