@@ -226,7 +226,7 @@ def _stretch(spec: InferenceSpec, state: EngineState, obs: Observations, model: 
     per_pod = a.rate_rps / a.ready_replicas if a.ready_replicas and a.rate_rps else 0.0
     tick = budget.Spend(
         over_fraction=min(1.0, max(0.0, over)), budget=1.0 - spec.slo.quantile, per_pod_rps=per_pod,
-        capacity_rps=model.capacity(target, params.speed(a.precision or precision), health=1.0),
+        capacity_rps=model.capacity(target, params.pool_speed(a, precision), health=1.0),
         ceiling=budget.ceiling(model.evidence_rps, model.capacity(target, health=1.0)))
     return budget.next_stretch(learned.stretch, learned.spent, tick, params.burn_long_ticks)
 
@@ -238,7 +238,7 @@ def _health(obs: Observations, model: PoolModel, clock: PodClock | None, precisi
     a = obs.a
     latency = a.latency_ms if a.latency_ms is not None else triggers.overall_latency(obs)
     per_pod = a.rate_rps / a.ready_replicas if a.ready_replicas and a.rate_rps is not None else None
-    speed = params.speed(a.precision or precision)
+    speed = params.pool_speed(a, precision)
     predicted = model.latency_ms(per_pod or 0.0, speed, health=1.0)
     capacity = model.capacity(target, speed, health=1.0)
     # No ready pod of A with traffic on it is an overload too: nothing can carry it.

@@ -56,7 +56,7 @@ def learn(
         )
         if valid:
             per_pod = o.rate_rps / o.ready_replicas
-            speed = params.speed(o.precision or precision[pool])
+            speed = params.pool_speed(o, precision[pool])
             if not (incident_on_a and pool == "a"):
                 model, _ = model.learn(per_pod, o.latency_ms, speed, params.model, target)
             model = model.track_health(per_pod, o.latency_ms, speed, params.model)
@@ -87,7 +87,7 @@ def learn_clock(
     clock = clock or PodClock()
     if incident_on_a or symptom_unexplained or not a.ready_replicas or a.ready_replicas != last_ready.get("a"):
         return clock
-    speed = params.speed(a.precision or precision)
+    speed = params.pool_speed(a, precision)
     return clock.learn(a.service_size, a.service_ms, speed, params.model.gate_sigmas, params.model.drift)
 
 

@@ -60,6 +60,9 @@ class PoolObservation:
     agreement: float | None = None
     #: the precision the pool's servers report running
     precision: str | None = None
+    #: ready pods per precision they run, where pods of the pool differ (a pod started during an incident
+    #: runs its template's precision until it is switched); empty: every ready pod runs `precision`
+    precision_pods: Mapping[str, int] = field(default_factory=dict)
     #: a recent measured start-up (scheduled -> ready), seconds
     startup_seconds: float | None = None
     #: the pods' own clock (pod_clock.py): mean device ms per unit of work (an encoder's
@@ -319,6 +322,20 @@ class EngineParams:
     def speed(self, precision: str) -> float:
         """Relative throughput of a precision (1.0 when unknown)."""
         return float(self.precision_speed.get(precision, 1.0))
+
+    def pool_speed(self, pool: PoolObservation, precision: str) -> float:
+        """Relative throughput of a pool whose ready pods may run different precisions: each pod
+        takes its share of requests, so the pool's device time per unit is the mean of its pods'
+        (1 / speed), and its speed the inverse. `precision` when the pool reports none.
+
+        Why not one precision for the pool: in the demo (seed 1), a pod that became ready during the
+        incident ran fp16 for a tick beside five at int8; the pool was read at fp16's speed, its clock
+        took 2.5x the usual time at int8 for 1.25x at fp16, within its line, and A was sized healthy
+        (6 pods to 3, back to 7 a tick later)."""
+        mix = {p: n for p, n in pool.precision_pods.items() if n > 0}
+        if not mix:
+            return self.speed(pool.precision or precision)
+        return sum(mix.values()) / sum(n / self.speed(p) for p, n in mix.items())
 
     @property
     def model(self) -> ModelParams:

@@ -137,10 +137,12 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     pods = await read_pods(reader, owner, {p.name: seen.pool(p.name).selector for p in (spec.a, spec.b) if p.adopted})
     observations = build_observations(
         reading.sample,
-        # A's precision as its pods show it, so that one restarted at its template's is switched again (engine).
+        # A's precision as its pods show it, so that one restarted at its template's is switched again (engine),
+        # and how many run each where they differ, so that A's speed is its pods' mix.
         PoolState(seen.a.desired, seen.a.ready,
                   pods["a"].precision_shown(memory.switched, state.incident.runtime_precision_a, spec.a.precision),
-                  pods["a"].startup_seconds),
+                  pods["a"].startup_seconds,
+                  pods["a"].precision_pods(memory.switched, state.incident.runtime_precision_a, spec.a.precision)),
         PoolState(seen.b.desired, seen.b.ready, spec.b.precision, pods["b"].startup_seconds),
     )
     lap("pods")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Mapping
 
 from forescale_operator.engine.types import Observations, PoolObservation
 
@@ -17,6 +18,8 @@ class PoolState:
     ready_replicas: int
     precision: str | None = None
     startup_seconds: float | None = None
+    #: ready pods per precision where they differ (`PoolPods.precision_pods`)
+    precision_pods: Mapping[str, int] = field(default_factory=dict)
 
 
 def build_observations(sample: MetricSample, a: PoolState, b: PoolState) -> Observations:
@@ -33,6 +36,7 @@ def build_observations(sample: MetricSample, a: PoolState, b: PoolState) -> Obse
             queue_depth=s.queue_depth,
             agreement=s.agreement,
             precision=state.precision,
+            precision_pods=state.precision_pods,
             startup_seconds=state.startup_seconds,
             service_ms=s.service_ms,
             service_size=s.service_size,

@@ -45,6 +45,16 @@ class PoolPods:
             return runtime or template
         return template
 
+    def precision_pods(self, switched: Mapping[str, str], runtime: str | None, template: str) -> dict[str, int]:
+        """Ready pods per precision they run, as far as the admin calls made tell: `runtime` where the
+        incarnation took it, else `template`. Empty while they all run one precision (`precision_shown`)."""
+        counts: dict[str, int] = {}
+        for name in self.endpoints:
+            took = runtime is not None and switched.get(self.incarnation(name)) == runtime
+            precision = runtime if took else template
+            counts[precision] = counts.get(precision, 0) + 1
+        return counts if len(counts) > 1 else {}
+
 
 def split_pools(pods: list[Mapping[str, Any]]) -> dict[str, PoolPods]:
     out = {}

@@ -277,3 +277,19 @@ def test_a_miss_with_the_device_at_its_usual_speed_sizes_a_healthy(tick, clocked
     assert bool(lines) is sized_at_health
     if sized_at_health:
         assert "its latency against its model" in lines[0]
+
+
+@pytest.mark.parametrize("case, precision, pods, time_share", [
+    ("every pod at int8", "int8", {}, 0.6),
+    # a pod ready during the incident runs fp16 until it is switched: the pool shows its template's
+    # precision, and its device time is its pods' mix, (7 x 0.6 + 1) / 8 of fp16's
+    ("one new pod not yet switched", "fp16", {"int8": 7, "fp16": 1}, (7 * 0.6 + 1) / 8),
+])
+def test_a_pool_of_mixed_precisions_is_read_at_its_pods_mix(tick, case, precision, pods, time_share):
+    s = Scenario(tick)
+    _device_incident(s)
+    clocked = _clocked(37.5, 2.5 * time_share)
+    d = s.at(healthy_ms(37.5), rate=300.0, a_extra={**clocked, "precision": precision, "precision_pods": pods})
+    assert d.phase is Phase.EMERGENCY, case
+    line = next(r for r in d.reasons if r.startswith("a sized at health"))
+    assert float(re.search(r"health (\d+\.\d+)", line).group(1)) == pytest.approx(2.5, rel=0.05), case

@@ -24,3 +24,15 @@ def test_the_precision_a_pool_shows(case, switched, runtime, shown):
 
 def test_a_pool_without_admin_endpoints_shows_the_runtime_precision():
     assert PoolPods(endpoints={}, startup_seconds=None).precision_shown({}, "int8", "fp16") == "int8"
+
+
+@pytest.mark.parametrize("case, switched, runtime, pods", [
+    ("no runtime precision: one precision, no mix", {}, None, {}),
+    ("every incarnation switched: one precision, no mix", {"a-1#0": "int8", "a-2#1": "int8"}, "int8", {}),
+    ("a pod restarted since its switch runs the template's", {"a-1#0": "int8", "a-2#0": "int8"}, "int8",
+     {"int8": 1, "fp16": 1}),
+    ("a pod not yet switched", {"a-1#0": "int8"}, "int8", {"int8": 1, "fp16": 1}),
+    ("none switched yet: one precision, no mix", {}, "int8", {}),
+])
+def test_how_many_pods_run_each_precision(case, switched, runtime, pods):
+    assert PODS.precision_pods(switched, runtime, "fp16") == pods, case
