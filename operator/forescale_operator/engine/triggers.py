@@ -55,7 +55,9 @@ replays without an incident this pattern (2.5 s, then 0.9 s at 95% of the
 capacity; 0.55 s, 0.06 s, 0.39 s at 90%) started the playbook four times out
 of five false starts. A changed pod does not drain: a slowdown holds its
 latency or, saturated, grows its queue tick after tick. So the deviation
-needs its ticks in a row and the burn trigger a tick that is not draining.
+needs its ticks in a row and the burn trigger a tick that is not draining:
+neither its latency over the model nor a backlog past the model's in-system
+count fell by the trigger ratio since the last tick.
 """
 
 from __future__ import annotations
@@ -232,6 +234,15 @@ def check(
     # Down by the trigger ratio since the last tick: the queue drained at this load. (The factor a
     # trigger needs to call the pods slow is the factor that calls them recovered.)
     draining = len(ratios) >= 2 and ratios[-1] * ratio < ratios[-2]
+    # Or the queue fell by the trigger ratio from a backlog past what the model puts in the system at
+    # this load (Little's law): the queue an overload left is draining, and the requests finishing
+    # now waited in it. (Synthetic bursty trace, seed 1: 347 -> 34 -> 0 queued after a burst, the
+    # last step's requests all over the SLO at no load; the burn trigger started the playbook.)
+    depths = [p.queue_depth for p in (obs.a, obs.b) if p.queue_depth is not None and math.isfinite(p.queue_depth)]
+    depth = float(sum(depths)) if depths else None
+    allowed = (obs.rate_rps or 0.0) * health.predicted_ms / 1000.0 if math.isfinite(health.predicted_ms) else math.inf
+    if depth is not None and queue_history and queue_history[-1] > max(allowed, params.queue_min_depth):
+        draining = draining or depth * ratio < queue_history[-1]
     run = ratios[-params.breach_ticks:] if params.breach_ticks else ()
     held = (len(run) == params.breach_ticks > 0 and all(r > line for r in run)
             and all(b * ratio >= a for a, b in zip(run, run[1:])))
@@ -267,10 +278,9 @@ def check(
     if err is not None and err > limit and cope:
         fired.append(Trigger(ERRORS, f"errors {err * 100:.1f}% > {spec.emergency.error_rate_percent:g}% at {load}"))
 
-    depths = [p.queue_depth for p in (obs.a, obs.b) if p.queue_depth is not None and math.isfinite(p.queue_depth)]
     n = params.queue_growth_ticks
     # A gap in the data breaks the run of growth.
-    queue = (queue_history + (float(sum(depths)),))[-(n + 1):] if depths else ()
+    queue = (queue_history + (depth,))[-(n + 1):] if depth is not None else ()
     # A queue that grows while latency is under the target hurts nobody yet: a batching server's
     # queue rises and falls at loads well within its capacity (tested: at 70% of capacity on the
     # Azure replay at 10x, with the p99 at 200 ms of a 1 s SLO, it grew 3 ticks running every few
@@ -279,7 +289,6 @@ def check(
     # And a queue within the in-system count the model allows at this load is the load's (Little's
     # law: rate x latency, the quantile latency bounding the mean): 11 requests queued over 25 pods
     # at 96% of their capacity, on the Azure replay at 10x, started the playbook there.
-    allowed = (obs.rate_rps or 0.0) * health.predicted_ms / 1000.0 if math.isfinite(health.predicted_ms) else math.inf
     if (len(queue) == n + 1 and all(b > a for a, b in zip(queue, queue[1:])) and queue[-1] >= params.queue_min_depth
             and queue[-1] > allowed and pods and hurt and health.ratio > math.exp(health.sigma)):
         fired.append(Trigger(QUEUE, f"queue grew {queue[0]:.0f} -> {queue[-1]:.0f} requests over {n} ticks at {load}"

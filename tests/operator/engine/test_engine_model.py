@@ -281,6 +281,26 @@ def test_the_queue_of_an_overload_draining_is_not_an_incident(tick):
         assert Reason.EMERGENCY_STARTED not in reasons(d)
 
 
+@pytest.mark.parametrize("queue_now, starts", [
+    (0.0, False),   # the burst's backlog drained: the requests finishing now waited in it
+    (34.0, True),   # 34 requests held at no load: the pods are not serving, whatever the burst was
+])
+def test_a_burst_backlog_draining_past_the_overload_window_is_not_an_incident(tick, queue_now, starts):
+    """Synthetic bursty trace, seed 1: 347 -> 34 -> 0 queued after a burst, the fleet grown so that the per-pod
+    load was within capacity for the trigger window, and the last step's requests all over the SLO at no load."""
+    s = Scenario(tick)
+    s.warm()
+    for _ in range(2):
+        s.at(15_000.0, rate=1_200.0, over=0.7, a_extra={"queue_depth": 300.0})
+    for queue in (300.0, 34.0):
+        d = s.at(15_000.0, rate=100.0, over=0.5, a_extra={"queue_depth": queue})
+        assert Reason.EMERGENCY_STARTED not in reasons(d)
+    d = s.at(14_000.0, rate=0.0, over=1.0, a_extra={"queue_depth": queue_now})
+    assert (Reason.EMERGENCY_STARTED in reasons(d)) is starts
+    if starts:
+        assert "burn" in next(e.message for e in d.events if e.reason is Reason.EMERGENCY_STARTED)
+
+
 @pytest.mark.parametrize("ratios, starts", [
     ((3.0, 3.0), True),         # a slowdown holds its latency: two ticks running
     ((3.0, 4.5, 7.0), True),    # saturated, its queue grows tick after tick
