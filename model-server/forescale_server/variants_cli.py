@@ -25,9 +25,9 @@ def build(
     model: str = typer.Option("minilm", help="The teacher: 'minilm' (all-MiniLM-L6-v2, bundled) or a local BERT-style model directory."),
     recipes: Optional[str] = typer.Option(None, help="Comma-separated: int8, pruned, distilled, distilled-int8, fused (default: all)."),
     threads: int = typer.Option(0, help="torch CPU threads (0: torch's default)."),
-    train_sentences: int = typer.Option(0, help="Use the first N training sentences of the seeded mix of news and docstrings (0: all, about 14,000)."),
+    train_sentences: int = typer.Option(0, help="Use the first N training sentences of the seeded mix of news and docstrings (0: all, about 69,000)."),
     prune_epochs: int = typer.Option(2, help="Fine-tuning epochs after head pruning."),
-    distill_epochs: int = typer.Option(3, help="Distillation epochs."),
+    distill_epochs: int = typer.Option(2, help="Distillation epochs."),
     seed: int = typer.Option(0, help="Seed of every random choice."),
 ) -> None:
     """Build the variants into OUT/<recipe>/ (each with variant.json)."""
