@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -37,23 +38,24 @@ class PoolPods:
         """The pod's name and restart count: what a runtime setting applied through the admin API belongs to."""
         return f"{name}#{self.restarts.get(name, 0)}"
 
+    def _precisions(self, switched: Mapping[str, str], runtime: str | None, template: str) -> list[str]:
+        """The precision each ready pod runs, as far as the admin calls made tell: `runtime` where its
+        incarnation took it, else `template`, which a pod (re)started since comes back at."""
+        return [runtime if runtime is not None and switched.get(self.incarnation(n)) == runtime else template
+                for n in self.endpoints]
+
     def precision_shown(self, switched: Mapping[str, str], runtime: str | None, template: str) -> str:
-        """The precision the pool's ready pods run, as far as the admin calls made tell: `runtime` once every
-        ready incarnation took it, else `template`, which a pod (re)started since comes back at. A server
-        killed and restarted between two ticks never shows in the ready count, only in its restart count."""
-        if runtime is None or all(switched.get(self.incarnation(n)) == runtime for n in self.endpoints):
-            return runtime or template
+        """The precision the pool's ready pods run: `runtime` once every ready incarnation took it, else
+        `template`. A server killed and restarted between two ticks never shows in the ready count, only
+        in its restart count."""
+        if runtime is not None and all(p == runtime for p in self._precisions(switched, runtime, template)):
+            return runtime
         return template
 
     def precision_pods(self, switched: Mapping[str, str], runtime: str | None, template: str) -> dict[str, int]:
-        """Ready pods per precision they run, as far as the admin calls made tell: `runtime` where the
-        incarnation took it, else `template`. Empty while they all run one precision (`precision_shown`)."""
-        counts: dict[str, int] = {}
-        for name in self.endpoints:
-            took = runtime is not None and switched.get(self.incarnation(name)) == runtime
-            precision = runtime if took else template
-            counts[precision] = counts.get(precision, 0) + 1
-        return counts if len(counts) > 1 else {}
+        """Ready pods per precision they run; empty while they all run one (`precision_shown`)."""
+        counts = Counter(self._precisions(switched, runtime, template))
+        return dict(counts) if len(counts) > 1 else {}
 
 
 def split_pools(pods: list[Mapping[str, Any]]) -> dict[str, PoolPods]:
