@@ -139,11 +139,19 @@ def _prepare(ctx: BuildContext) -> None:
     hf_logging.disable_progress_bar()
     torch.manual_seed(ctx.settings.seed)
     ctx.teacher = AutoModel.from_pretrained(str(ctx.teacher_dir), add_pooling_layer=False).eval()
-    ctx.batches = make_batches(_tokenizer(ctx.teacher_dir, ctx.settings.max_train_len), ctx.train_texts, ctx.settings.batch_size)
-    ctx.targets = teacher_targets(ctx.teacher, ctx.batches)
+    ctx.batches, ctx.targets = _teacher_batches(ctx, ctx.train_texts)
     backend = EncoderBackend(ctx.teacher_dir, ctx.teacher_name, device="cpu", threads=ctx.threads)
     backend.load_sync()
     ctx.reference = backend.embed_texts(ctx.eval_texts).numpy()
+
+
+def _teacher_batches(ctx: BuildContext, texts: list[str]) -> tuple[list, list]:
+    """Training batches of `texts` and the teacher's target embeddings for them; the build's own
+    (`ctx.batches`) where `texts` is all its training text."""
+    if ctx.batches and len(texts) == len(ctx.train_texts):
+        return ctx.batches, ctx.targets
+    batches = make_batches(_tokenizer(ctx.teacher_dir, ctx.settings.max_train_len), texts, ctx.settings.batch_size)
+    return batches, teacher_targets(ctx.teacher, batches)
 
 
 def _base_inputs(ctx: BuildContext) -> dict:
@@ -192,8 +200,7 @@ def _recipe_pruned(ctx: BuildContext, tmp: Path) -> dict:
     s = ctx.settings
     model = copy.deepcopy(ctx.teacher)
     texts = ctx.train_texts[:s.prune_sentences]
-    batches = make_batches(_tokenizer(ctx.teacher_dir, s.max_train_len), texts, s.batch_size)
-    targets = teacher_targets(ctx.teacher, batches)
+    batches, targets = _teacher_batches(ctx, texts)
     rng = random.Random(s.seed)
     picks = rng.sample(range(len(batches)), min(s.sensitivity_batches, len(batches)))
     scores = head_sensitivity(model, [(batches[i], targets[i]) for i in picks], _pruned_sensitivity_loss)
