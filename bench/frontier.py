@@ -58,7 +58,10 @@ from itertools import product
 from pathlib import Path
 from typing import Mapping
 
+import numpy as np
+
 from forescale_sim.frontier import PeerPoint, peer_cost_at_violations, peer_violations_at_cost
+from forescale_sim.metrics import WINDOW_SECONDS
 from forescale_sim.pool_b import DEFAULT_B_VARIANT
 from forescale_profiles.variant_speed import POOL_B_VARIANTS
 
@@ -119,9 +122,29 @@ class Variant:
 
 # ---------------------------------------------------------------- the replays (in worker processes)
 
+def episode_fleet(rec, start: float, recovered: float) -> dict:
+    """Pool A's pods around one episode, from the replay's per-second record: the ready pods at its
+    start, when more were first asked for and first ready, and B's ready pods and weight. A recovery
+    that waited for new pods (their start-up) shows as `recovered` shortly after `a_new_ready_at`."""
+    i = min(int(start), rec.ready.shape[1] - 1)
+    a0 = int(rec.ready[0][i])
+
+    end = min(int(recovered), rec.ready.shape[1] - 1) + 1
+
+    def first(row: np.ndarray) -> float | None:
+        hits = np.flatnonzero(row[i:end] > a0)
+        return float(i + hits[0]) if hits.size else None
+
+    asked_at = first(rec.replicas[0])
+    return {"start": float(start), "recovered": float(recovered), "a_ready": a0, "a_asked_at": asked_at,
+            "a_asked": int(rec.replicas[0][int(asked_at)]) if asked_at is not None else a0,
+            "a_new_ready_at": first(rec.ready[0]), "b_ready": int(rec.ready[1][i]),
+            "b_weight_peak": int(rec.weight_b[i:end].max())}
+
+
 def _forescale_summary(run, duration: float, incidents: list) -> dict:
     """What the goals and their explanations need from Forescale's run, as plain data."""
-    from forescale_sim.metrics import WINDOW_SECONDS, episodes, recovery_seconds
+    from forescale_sim.metrics import episodes, recovery_seconds
 
     d = run.to_dict()
     rec = run.recorder
@@ -142,6 +165,7 @@ def _forescale_summary(run, duration: float, incidents: list) -> dict:
         "gpu_hours_a": float(rec.replicas[0].sum()) / 3600.0,
         "gpu_hours_b": float(rec.replicas[1].sum()) / 3600.0,
         "episode_spans": [[a * WINDOW_SECONDS, b * WINDOW_SECONDS, t, c] for (a, b), (t, c) in zip(eps, ttr)],
+        "episode_fleets": [episode_fleet(rec, a * WINDOW_SECONDS, a * WINDOW_SECONDS + t) for (a, _), (t, _) in zip(eps[:4], ttr)],
         "emergency_starts": starts,
         "emergency_reentries": reentries,
         "incident_cycle_seconds": sum(v for k, v in (d.get("phase_seconds") or {}).items() if k in INCIDENT_CYCLE),
@@ -298,8 +322,24 @@ def explain(goal: str, case: dict, fs: dict, oracle: dict, points: list[PeerPoin
                 f"{fs['rate_at_peak_60s']:.2f} req/s (trace mean {fs['mean_rate']:.2f}); oracle peak {oracle['peak_replicas']['a']}; "
                 f"{ev['emergencies']} emergencies")
     if goal == "mttr":
-        return f"recovery times: {where}"
+        return "; ".join(_recovery_story(f, inc) for f in fs.get("episode_fleets", [])) or f"recovery times: {where}"
     return ""
+
+
+def _recovery_story(f: dict, inc: dict | None) -> str:
+    """One episode's recovery told from the pods: did it wait for A's new pods? An episode that began
+    before the incident (the trace's first minutes, a burst) is named so: it counts in the mean too."""
+    when = ("" if inc is None else " (before the incident)" if f["start"] + WINDOW_SECONDS <= inc["start"] else
+            " (after the incident)" if f["start"] >= inc["start"] + inc["seconds"] else " (in the incident)")
+    head = (f"{f['start']:.0f}-{f['recovered']:.0f} s{when}: A had {f['a_ready']} ready pods, B {f['b_ready']} "
+            f"(B's weight up to {f['b_weight_peak']}%)")
+    if f["a_asked_at"] is None:
+        return head + "; under the SLO again without more pods for A"
+    if f["a_new_ready_at"] is None:
+        return head + f"; A asked for {f['a_asked']} at {f['a_asked_at']:.0f} s, under the SLO again before any was ready"
+    ready = f["a_new_ready_at"]
+    return (head + f"; A asked for {f['a_asked']} at {f['a_asked_at']:.0f} s, the first ready at {ready:.0f} s "
+            f"({ready - f['a_asked_at']:.0f} s later); under the SLO again {f['recovered'] - ready:.0f} s after it")
 
 
 def assemble(results: list[dict], variants: list[Variant], known: Mapping[tuple, dict] | None = None) -> list[dict]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
 from bench import frontier
@@ -135,6 +136,43 @@ def _earlier_run(tmp_path, cases):
 EARLIER_CASE = {"trace": "azure-conv", "scale": 1.0, "seed": 0, "incident": False, "duration_seconds": 3600.0,
                 "incidents": [], "oracle": {"gpu_hours": 3.0, "violation_seconds": 0.0, "peak_replicas": {"a": 4, "b": 0}},
                 "peer_points": [{"policy": "hpa", "utilization": 0.7, "gpu_hours": 3.4, "violation_seconds": 10.0}]}
+
+
+class _Recorder:
+    """The replay recorder's per-second rows that `episode_fleet` reads: A's ready pods go 3 -> 5 at
+    200 s, asked for at 110 s; B holds 1 pod and takes 30% from 105 s."""
+
+    def __init__(self) -> None:
+        n = 400
+        self.ready = np.array([[3] * 200 + [5] * (n - 200), [1] * n], dtype=float)
+        self.replicas = np.array([[3] * 110 + [5] * (n - 110), [1] * n], dtype=float)
+        self.weight_b = np.array([0] * 105 + [30] * (n - 105), dtype=float)
+
+
+@pytest.mark.parametrize("start, recovered, expected", [
+    # recovery waited for A's new pods: asked at 110 s, ready 90 s later
+    (100.0, 230.0, {"a_ready": 3, "a_asked_at": 110.0, "a_asked": 5, "a_new_ready_at": 200.0, "b_ready": 1,
+                    "b_weight_peak": 30}),
+    # over before the new pods were ready: asked, none ready by 150 s
+    (100.0, 150.0, {"a_asked_at": 110.0, "a_new_ready_at": None}),
+    # an episode that ended before anything was asked: no scale-up in its span
+    (10.0, 60.0, {"a_asked_at": None, "a_asked": 3, "a_new_ready_at": None, "b_weight_peak": 0}),
+])
+def test_an_episodes_fleet_is_read_from_the_replay(start, recovered, expected):
+    fleet = frontier.episode_fleet(_Recorder(), start, recovered)
+    assert {k: fleet[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize("fleet, words", [
+    (frontier.episode_fleet(_Recorder(), 100.0, 230.0),
+     "100-230 s (in the incident): A had 3 ready pods, B 1 (B's weight up to 30%); A asked for 5 at 110 s, "
+     "the first ready at 200 s (90 s later); under the SLO again 30 s after it"),
+    (frontier.episode_fleet(_Recorder(), 100.0, 150.0), "under the SLO again before any was ready"),
+    (frontier.episode_fleet(_Recorder(), 10.0, 60.0), "10-60 s (before the incident)"),
+])
+def test_a_recovery_miss_says_whether_it_waited_for_as_new_pods(fleet, words):
+    fs = {**_fs(4.0, 10, mttr=130), "episode_fleets": [fleet]}
+    assert words in _explained("mttr", fs, incident=True)
 
 
 def test_known_cases_replay_forescale_alone_and_keep_the_earlier_curves(tmp_path):
