@@ -2,8 +2,9 @@
 on pool A at A's precision outside incidents (the 100/0 steady state), can spend
 less than.
 
-The reserve rule keeps pool B able to take `emergencyWeightPercent` of the
-current traffic at once, so B holds at least one pod whenever requests
+The reserve rule keeps pool B's ready capacity at `warmReservePercent` of the
+forecast's upper band (docs/concepts.md, "The warm reserve"), within B's
+bounds, so B holds at least one pod (its minReplicas) whenever requests
 arrive. Pool A, however well forecast, needs `ceil(rate / capacity)` ready
 pods in each window at the calibrated per-pod capacity at the SLO (its
 minReplicas at least). Summing both with no start-up, no margin and no
