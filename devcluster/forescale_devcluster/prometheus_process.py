@@ -254,12 +254,6 @@ class PrometheusProcess:
                 raise TimeoutError(f"job {job!r}: {len(up)} of {count} targets up after {timeout:g} s")
             time.sleep(0.2)
 
-    def reload(self) -> None:
-        """Ask Prometheus to re-read its configuration (needs --web.enable-lifecycle, which is set)."""
-        request = urllib.request.Request(self.url + "/-/reload", method="POST")
-        with urllib.request.urlopen(request, timeout=10):  # noqa: S310
-            pass
-
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m forescale_devcluster.prometheus_process --pod-sd FILE`: run Prometheus until interrupted."""

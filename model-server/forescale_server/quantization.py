@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import warnings
-from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import torch
@@ -212,37 +211,6 @@ def layer_sensitivity(model: nn.Module, embed: Embed, texts: list[str], referenc
         q = build(model, skip=[n for n in names if n != name])
         out[name] = 1.0 - mean_cosine(embed(q, texts), reference)
     return out
-
-
-@dataclass
-class SensitiveChoice:
-    model: nn.Module
-    kept_fp32: list[str]
-    agreement: float
-
-
-def keep_sensitive_fp32(
-    model: nn.Module,
-    embed: Embed,
-    texts: list[str],
-    reference: torch.Tensor,
-    target: float = 0.99,
-    build=dynamic_per_channel,
-    sensitivity: dict[str, float] | None = None,
-    max_kept: int = 12,
-    **build_kwargs,
-) -> SensitiveChoice:
-    """Keep the most sensitive Linears in fp32, one more at a time, until the
-    calibration agreement reaches `target` (or `max_kept` are kept)."""
-    sensitivity = sensitivity or layer_sensitivity(model, embed, texts, reference)
-    order = sorted(sensitivity, key=sensitivity.get, reverse=True)
-    kept: list[str] = []
-    while True:
-        q = build(model, skip=kept, **build_kwargs)
-        agreement = mean_cosine(embed(q, texts), reference)
-        if agreement >= target or len(kept) >= max_kept:
-            return SensitiveChoice(q, kept, agreement)
-        kept.append(order[len(kept)])
 
 
 class BF16Linear(nn.Module):

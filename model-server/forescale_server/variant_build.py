@@ -25,7 +25,7 @@ import random
 import shutil
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -324,7 +324,3 @@ def build_one(ctx: BuildContext, out: Path, recipe: str, say: Callable[[str], No
 def build_variants(out: Path, recipes: list[str], ctx: BuildContext, say: Callable[[str], None] = log.info) -> list[VariantManifest]:
     out.mkdir(parents=True, exist_ok=True)
     return [build_one(ctx, out, recipe, say) for recipe in recipes]
-
-
-def settings_dict(settings: BuildSettings) -> dict:
-    return asdict(settings)

@@ -84,7 +84,6 @@ class AdaptiveConformal:
             raise ValueError(f"need 0 < gamma < 1 and window >= 1, got {self.gamma}, {self.window}")
         self.alpha_t = 1.0 - self.coverage
         self.scores = deque(maxlen=self.window)
-        self.hits = deque(maxlen=self.window)
         #: the same scores, kept sorted as they come and go: Q is read from it without sorting the window at every
         #: forecast (np.quantile over 300 scores was a third of a forecast's CPU in the loop)
         self._sorted: list[float] = []
@@ -123,13 +122,8 @@ class AdaptiveConformal:
         if not np.isfinite(y) or not all(np.isfinite(raw)):
             return
         hit = issued[0] <= y <= issued[1]
-        self.hits.append(1.0 if hit else 0.0)
         self.alpha_t = min(max(self.alpha_t + self.gamma * (self.alpha - (0.0 if hit else 1.0)), 0.0), 1.0)
         self._add(score(raw[0], raw[1], raw[2], y))
-
-    def rolling_coverage(self) -> float | None:
-        """Share of recent outcomes inside their issued band (None before any)."""
-        return float(np.mean(self.hits)) if self.hits else None
 
     def seed(self, raw_bands: np.ndarray, outcomes: np.ndarray) -> None:
         """Start from errors seen before going live (validation windows): scores only, alpha_t untouched."""

@@ -94,9 +94,6 @@ class ModelSelector:
                          + (f" ({t})" if len(self.targets) > 1 else ""))
         return f"{self.leader}: rolling MAE {', '.join(parts)} over {_duration(n * self.step_seconds)}"
 
-    def rolling_mae(self, model: str, target: str) -> float | None:
-        return self._mae(model, target)
-
 
 def select_backtest(errors: dict[str, np.ndarray], at: np.ndarray, horizon: int, **selector) -> np.ndarray:
     """The model a ModelSelector picks at each origin of a backtest, learning only from outcomes already known.

@@ -221,22 +221,3 @@ def derived_latency_ms(
     out = np.array([encoder_latency_ms(r / replicas, profile, precision, quantile) if np.isfinite(r) else np.nan for r in rates])
     return np.minimum(out, cap_ms)
 
-
-def capacity_rps_at_slo(
-    profile: EncoderProfile,
-    slo_ms: float,
-    precision: str = "fp16",
-    quantile: float = 0.99,
-) -> float:
-    """The highest per-pod rate whose approximate quantile latency stays under `slo_ms`
-    (bisection on `encoder_latency_ms`). 0 when even a lone request misses the SLO."""
-    if profile.batch_ms(precision, 1) >= slo_ms:
-        return 0.0
-    lo, hi = 0.0, profile.max_rps(precision)
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if encoder_latency_ms(mid, profile, precision, quantile) <= slo_ms:
-            lo = mid
-        else:
-            hi = mid
-    return lo

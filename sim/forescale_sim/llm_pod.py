@@ -58,10 +58,6 @@ class LlmPod:
             heapq.heappop(running)
         return len(running)
 
-    def waiting_prefill_seconds(self, now: float) -> float:
-        """Prefill work queued ahead of a new arrival, seconds."""
-        return max(0.0, self.prefill_free - now)
-
     def serve(self, index: int, now: float, input_tokens: float, output_tokens: float,
               precision: str, slowdown: float) -> float | None:
         """Admit request `index` arriving at `now`; its TTFT in seconds, or None when rejected."""
@@ -96,7 +92,3 @@ class LlmPod:
     def unfinished(self, now: float) -> list[int]:
         """Indices of requests still running at `now` (they fail if the pod crashes)."""
         return [i for finish, i in self.inflight if finish > now]
-
-    def busy_until(self) -> float:
-        """When the last admitted request finishes (a removed pod drains until then)."""
-        return max(self.decode_end, self.prefill_free)
