@@ -84,8 +84,6 @@ class BatchedPrometheusMetricSource:
         self._fallback = fallback
         self._lock = threading.Lock()
         self._batch: Batch | None = None
-        #: grouped queries sent so far (the benchmark reads it; per-resource ones are the fallback's)
-        self.queries_sent = 0
 
     # -- the MetricSource interface ------------------------------------------
 
@@ -167,7 +165,6 @@ class BatchedPrometheusMetricSource:
         return sent
 
     def _vector(self, query: str, *, pooled: bool) -> dict[tuple[str, ...], float]:
-        self.queries_sent += 1
         where = f"Prometheus at {self.url} ({query!r})"
         try:
             result = self._connect().custom_query(query=query)
