@@ -126,10 +126,9 @@ def episode_fleet(rec, start: float, recovered: float) -> dict:
     """Pool A's pods around one episode, from the replay's per-second record: the ready pods at its
     start, when more were first asked for and first ready, and B's ready pods and weight. A recovery
     that waited for new pods (their start-up) shows as `recovered` shortly after `a_new_ready_at`."""
-    i = min(int(start), rec.ready.shape[1] - 1)
+    last = rec.ready.shape[1] - 1
+    i, end = min(int(start), last), min(int(recovered), last) + 1
     a0 = int(rec.ready[0][i])
-
-    end = min(int(recovered), rec.ready.shape[1] - 1) + 1
 
     def first(row: np.ndarray) -> float | None:
         hits = np.flatnonzero(row[i:end] > a0)

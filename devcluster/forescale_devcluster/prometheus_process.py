@@ -163,7 +163,7 @@ class PrometheusProcess:
         return [path, f"--config.file={os.path.join(self.workdir, 'prometheus.yml')}",
                 f"--storage.tsdb.path={os.path.join(self.workdir, 'data')}",
                 f"--storage.tsdb.retention.time={self.retention}",
-                f"--web.listen-address=127.0.0.1:{self.port}", "--web.enable-lifecycle", "--log.level=warn"]
+                f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"]
 
     def log_tail(self, lines: int = 20) -> str:
         """The last lines of Prometheus' own log (for error messages)."""
