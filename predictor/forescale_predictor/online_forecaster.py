@@ -58,7 +58,8 @@ class OnlineForecaster:
         self.models = (self.name, baseline)
         self.selector = ModelSelector(self.models, targets=TARGETS, window=selection_window, margin=margin,
                                       min_scores=min_scores, step_seconds=self.step_seconds)
-        self.conformal = {(m, t): AdaptiveConformal(coverage, gamma, window) for m in self.models for t in TARGETS}
+        in_flight = int(round(self.horizon_seconds / self.step_seconds))
+        self.conformal = {(m, t): AdaptiveConformal(coverage, gamma, window, in_flight) for m in self.models for t in TARGETS}
         #: (target time, model used, {model: {target: (lo, median, hi, issued_lo, issued_hi)}})
         self.pending: deque = deque()
         self.used_hits = {t: deque(maxlen=STATUS_WINDOW) for t in TARGETS}

@@ -131,3 +131,42 @@ def test_the_sorted_copy_follows_the_window() -> None:
         assert aci._sorted == sorted(aci.scores) and len(aci.scores) <= 25
     aci.seed(np.array([[-1.0, 0.0, 1.0]] * 40), rng.normal(0.0, 1.0, 40))
     assert aci._sorted == sorted(aci.scores)
+
+
+# -- the cap: the forecasts in flight never set the widening alone ------------------------------------------
+
+@pytest.mark.parametrize("in_flight, large, widened_to_large", [
+    (12, 12, False),  # one burst onset: every forecast in flight misses, and alpha_t falls to 0
+    (12, 13, False),  # in_flight + 1 scores are still excluded
+    (12, 14, True),   # one more and the widening is the large score
+    (12, 60, True),   # a new regime that fills a fifth of the window sets it
+    (0, 1, False),    # even with one forecast in flight, the single largest score is not the band
+    (0, 2, True),
+])
+def test_a_run_of_misses_sets_the_widening_only_past_the_forecasts_in_flight(in_flight, large, widened_to_large):
+    aci = AdaptiveConformal(coverage=0.8, gamma=0.02, window=300, in_flight=in_flight)
+    raw = (-1.0, 0.0, 1.0)
+    for _ in range(300 - large):
+        aci.update(raw, (-1.0, 1.0), 0.5)        # inside: score -0.5
+    for _ in range(large):
+        aci.update(raw, (-1.0, 1.0), 51.0)       # a burst: score 50, a miss
+    aci.alpha_t = 0.0                            # where a run of misses leaves it
+    if widened_to_large:
+        assert aci.q() == 50.0
+    else:  # the quantile's interpolation may lean towards the burst, by a fraction of a step at most
+        assert aci.q() < 2.0
+
+
+@pytest.mark.parametrize("window, in_flight", [(25, 12), (300, 12), (300, 0)])
+def test_the_cap_never_reads_q_under_the_nominal_level(window, in_flight):
+    aci = AdaptiveConformal(coverage=0.8, window=window, in_flight=in_flight)
+    rng = np.random.default_rng(5)
+    for y in rng.normal(0.0, 2.0, window):
+        aci.update((-1.0, 0.0, 1.0), (-1.0, 1.0), float(y))
+    aci.alpha_t = 0.2  # at the nominal level the cap does not bind, whatever the window
+    assert aci.q() == pytest.approx(float(np.quantile(list(aci.scores), 0.8)))
+
+
+def test_a_negative_in_flight_is_refused():
+    with pytest.raises(ValueError, match="in_flight"):
+        AdaptiveConformal(in_flight=-1)
