@@ -31,20 +31,51 @@ def _width(model, values: np.ndarray, origin: int) -> float:
     return float(pred[0, -1, -1, 0] - pred[0, 0, -1, 0])
 
 
-@pytest.mark.parametrize(("name", "counts", "ratio"), [
-    ("last", False, 100.0),  # a latency's noise grows with it: 100x the level, 100x the band
-    ("last", True, 10.0),    # Poisson counts: 100x the level, 10x the band
-    ("ewm", False, 100.0),
-    ("ewm", True, 10.0),
+@pytest.mark.parametrize(("name", "counts"), [
+    ("last", False),  # a latency's noise grows with it: 100x the level, 100x the band
+    ("last", True),   # Poisson counts: the band grows as the square root of the level
+    ("ewm", False),
+    ("ewm", True),
 ])
-def test_band_moves_with_the_level_or_its_square_root(name, counts, ratio):
+def test_band_moves_with_the_level_or_its_square_root(name, counts):
     values = _idle_then_busy()
     n_low = 240
     model = make_baseline_model(name, step_seconds=STEP, horizon=HORIZON, quantiles=(0.1, 0.5, 0.9), counts=counts)
     model.fit(values[:n_low, None], np.arange(n_low) * STEP)
     low, high = _width(model, values, n_low - 1), _width(model, values, len(values) - 1)
     assert low > 0
-    assert high / low == pytest.approx(ratio, rel=1e-6)
+    if counts:
+        # from the count's floor, the fitted data's mean (1.5 here), not from the idle probe's 1.0
+        floor = float(model.level_floor[0])
+        assert floor == pytest.approx(float(values[:n_low].mean()))
+        assert high / low == pytest.approx(np.sqrt(100.0 / floor), rel=1e-6)
+    else:
+        assert model.level_floor is None
+        assert high / low == pytest.approx(100.0, rel=1e-6)
+
+
+def _bursty(n: int = 400, every: int = 45, size: float = 40.0) -> np.ndarray:
+    """Poisson counts near idle (mean 0.3) with a 6-step burst at `size` every `every` steps (seeded)."""
+    rng = np.random.default_rng(0)
+    values = rng.poisson(0.3, n).astype(float)
+    for start in range(20, n, every):
+        values[start:start + 6] = size + rng.normal(0.0, 2.0, 6)
+    return values
+
+
+@pytest.mark.parametrize("level", [0.0, 0.2, 1.0])
+@pytest.mark.parametrize("name", ["last", "ewm"])
+def test_a_count_band_near_idle_is_read_at_the_series_level(name, level):
+    """Three minutes out, a near-idle count is off by the bursts it starts, not by its idle noise:
+    at any level under the fitted mean the band has the width it has at the mean."""
+    values = _bursty()
+    model = make_baseline_model(name, step_seconds=STEP, horizon=12, quantiles=(0.1, 0.5, 0.9), counts=True)
+    model.fit(values[:300, None], np.arange(300) * STEP)
+    floor = float(model.level_floor[0])
+    assert 4.0 < floor < 8.0  # 13% of the steps at 40 around 0.3
+    probe = np.concatenate([values[:300], np.full(4, level)])
+    at_mean = np.concatenate([values[:300], np.full(4, floor)])
+    assert _width(model, probe, len(probe) - 1) == pytest.approx(_width(model, at_mean, len(at_mean) - 1), rel=1e-9)
 
 
 def test_the_loop_baseline_treats_the_rate_as_counts_and_the_latency_as_relative():
