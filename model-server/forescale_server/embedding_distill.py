@@ -4,13 +4,6 @@ The loss is the distance between the student's and the teacher's normalised,
 mean-pooled embeddings of the same sentence, 1 - cos. It is used to fine-tune
 a head-pruned model and to train a distilled (fewer-layer) student.
 
-A student also learns each of its layers' outputs from the teacher layer it
-was copied from (`teacher_hidden`, `hidden_weight`): the mean squared error of
-the token states, as TinyBERT does, so the layers keep doing what they did in
-the teacher instead of only the pooled end agreeing. Measured on 8,000
-sentences, one epoch: Spearman 0.823 without, 0.828 / 0.831 / 0.834 / 0.831 at weights 0.3
-/ 1 / 3 / 10 (docs/model-server.md).
-
 At the teacher itself that loss and its gradient are zero, so head
 sensitivity needs a loss that is not: `contrastive_loss` scores how well each
 embedding picks out the teacher's embedding of the same sentence among the
@@ -77,38 +70,8 @@ def teacher_targets(teacher: nn.Module, batches: list[Batch]) -> list[torch.Tens
         return [pooled(teacher, b) for b in batches]
 
 
-def teacher_hidden(teacher: nn.Module, batches: list[Batch], layers: list[int]) -> list[list[torch.Tensor]]:
-    """Per batch, the token states the teacher's `layers` output (fp16: a 69,000-sentence build keeps
-    three layers of them in about 4 GB)."""
-    teacher.eval()
-    out = []
-    with torch.no_grad():
-        for b in batches:
-            states = teacher(input_ids=b.ids, attention_mask=b.mask, output_hidden_states=True).hidden_states
-            out.append([states[i + 1].half() for i in layers])
-    return out
-
-
-def _pooled_and_hidden(model: nn.Module, batch: Batch) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
-    out = model(input_ids=batch.ids, attention_mask=batch.mask, output_hidden_states=True)
-    hidden = out.last_hidden_state
-    weights = batch.mask.unsqueeze(-1).to(hidden.dtype)
-    summed = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
-    return nn.functional.normalize(summed, p=2, dim=1), out.hidden_states[1:]
-
-
-def hidden_loss(student: tuple[torch.Tensor, ...], teacher: list[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
-    """Mean squared error of the token states, layer by layer, over the real (unpadded) tokens."""
-    m = mask.unsqueeze(-1).to(student[0].dtype)
-    n = m.sum() * student[0].shape[-1]
-    return sum((((s - t.to(s.dtype)) ** 2) * m).sum() / n for s, t in zip(student, teacher))
-
-
-def train_to_teacher(model: nn.Module, batches: list[Batch], targets: list[torch.Tensor], epochs: int, lr: float, seed: int = 0,
-                     hidden: list[list[torch.Tensor]] | None = None, hidden_weight: float = 0.0) -> list[float]:
-    """AdamW on `distance_loss` (plus `hidden_weight` x `hidden_loss` against `hidden`, the teacher's
-    states for each of the model's layers), batches shuffled per epoch (seeded). Returns the mean
-    loss of each epoch."""
+def train_to_teacher(model: nn.Module, batches: list[Batch], targets: list[torch.Tensor], epochs: int, lr: float, seed: int = 0) -> list[float]:
+    """AdamW on `distance_loss`, batches shuffled per epoch (seeded). Returns the mean loss of each epoch."""
     torch.manual_seed(seed)
     rng = random.Random(seed)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -123,11 +86,7 @@ def train_to_teacher(model: nn.Module, batches: list[Batch], targets: list[torch
         rng.shuffle(order)
         total = 0.0
         for i in order:
-            if hidden is not None and hidden_weight > 0:
-                emb, states = _pooled_and_hidden(model, batches[i])
-                loss = distance_loss(emb, targets[i]) + hidden_weight * hidden_loss(states, hidden[i], batches[i].mask)
-            else:
-                loss = distance_loss(pooled(model, batches[i]), targets[i])
+            loss = distance_loss(pooled(model, batches[i]), targets[i])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(params, 1.0)
