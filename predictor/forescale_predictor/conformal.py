@@ -111,7 +111,7 @@ class AdaptiveConformal:
             return 0.0
         # never below the nominal level, whatever the window: a short window caps nothing
         level = 1.0 - max(self.alpha_t, min((self.in_flight + 1) / self.window, self.alpha))
-        return linear_quantile(self._sorted, max(level, 0.0))
+        return linear_quantile(self._sorted, level)  # in [0, 1): alpha_t is clipped to [0, 1], the cap is > 0
 
     def _add(self, value: float) -> None:
         """One score into the window, the oldest out once it is full (the deque and the sorted copy alike)."""

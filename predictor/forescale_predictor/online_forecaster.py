@@ -58,8 +58,10 @@ class OnlineForecaster:
         self.models = (self.name, baseline)
         self.selector = ModelSelector(self.models, targets=TARGETS, window=selection_window, margin=margin,
                                       min_scores=min_scores, step_seconds=self.step_seconds)
-        in_flight = int(round(self.horizon_seconds / self.step_seconds))
-        self.conformal = {(m, t): AdaptiveConformal(coverage, gamma, window, in_flight) for m in self.models for t in TARGETS}
+        #: forecast steps per horizon: also how many forecasts are in flight at once (the conformal cap)
+        self.horizon_steps = int(round(self.horizon_seconds / self.step_seconds))
+        self.conformal = {(m, t): AdaptiveConformal(coverage, gamma, window, self.horizon_steps)
+                          for m in self.models for t in TARGETS}
         #: (target time, model used, {model: {target: (lo, median, hi, issued_lo, issued_hi)}})
         self.pending: deque = deque()
         self.used_hits = {t: deque(maxlen=STATUS_WINDOW) for t in TARGETS}
@@ -161,8 +163,7 @@ class OnlineForecaster:
         }
 
     def _nothing(self, history: History, reason: str) -> Forecast:
-        steps = int(round(self.horizon_seconds / self.step_seconds))
-        empty = {q: np.full(steps, np.nan) for q in self.quantiles}
+        empty = {q: np.full(self.horizon_steps, np.nan) for q in self.quantiles}
         times = np.asarray(history.times, dtype=np.float64)
         at = float(times[np.isfinite(times)][-1]) if np.isfinite(times).any() else float("nan")
         return Forecast(generated_at=at, step_seconds=self.step_seconds, horizon_seconds=self.horizon_seconds,
