@@ -195,8 +195,14 @@ class PoolModel:
         the model called 76% of capacity read as a broken pod (19 false returns to Emergency). The
         pods can still prove more than the prior: that moves `proven_rps`."""
         # The evidence is at the reference (healthy, fp16); another precision or health moves
-        # the capacity as the curve says, scaled down by the same share the evidence bounds it.
-        return self._curve_capacity(target_ms, speed, self.health if health is None else health) * self._evidence_share()
+        # the capacity as the curve says, scaled down by the same share the evidence bounds it,
+        # and a faster one by no more than its speed: the speed is a throughput ratio.
+        h = self.health if health is None else health
+        share = self._evidence_share()
+        curve = self._curve_capacity(target_ms, speed, h) * share
+        if speed <= h:
+            return curve
+        return min(curve, self._curve_capacity(target_ms, 1.0, 1.0) * share * speed / h)
 
     def floor_ms(self, speed: float = 1.0, health: float | None = None) -> float:
         """The latency of an unloaded pod at this precision and health."""

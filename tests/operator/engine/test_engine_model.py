@@ -173,6 +173,33 @@ def test_the_capacity_never_goes_past_the_evidence():
     assert model.proven_rps == pytest.approx(20.0, rel=0.05)
 
 
+@pytest.mark.parametrize("speed, health, bound", [
+    (1.0 / 0.6, 1.0, "linear"),   # int8 on healthy pods: the load test's 50 rps / 0.6 = 83, not the curve's 94
+    (2.0, 1.0, "linear"),
+    (1.0 / 0.6, 2.5, "curve"),    # int8 on pods 2.5x slow: slower than the reference, the curve (below linear)
+    (1.0, 2.0, "curve"),
+    (0.5, 1.0, "curve"),          # fp32
+])
+def test_a_faster_precision_carries_the_evidence_no_further_than_its_speed(speed, health, bound):
+    """The speed of a precision is a throughput ratio (measured at the batch sizes a loaded pod runs):
+    past the evidence, the curve's lower floor at that speed would promise more than the speed itself
+    (a B load-tested at int8 came back above its own load test); slower, the curve stays, below linear."""
+    model = PoolModel.prior(50.0, TARGET)
+    capacity = model.capacity(TARGET, speed, health)
+    linear = model.capacity(TARGET, 1.0, 1.0) * speed / health
+    curve = model._curve_capacity(TARGET, speed, health) * model._evidence_share()
+    assert capacity == pytest.approx(linear if bound == "linear" else curve)
+    assert capacity <= linear * (1 + 1e-9) and capacity <= curve * (1 + 1e-9)
+
+
+def test_a_load_test_at_bs_precision_comes_back_as_itself():
+    """B's own load test at int8 (250 rps per pod) is carried back to fp16 by its speed; at int8 again
+    the capacity is the load test's figure, not more."""
+    params = replace(PARAMS, fallback_capacity_rps_b=250.0)
+    model = PoolModel.prior(params.prior_rps("b", "int8"), TARGET)
+    assert model.capacity(TARGET, params.speed("int8"), 1.0) == pytest.approx(250.0, rel=1e-6)
+
+
 # -- rule 3: incident or overload --------------------------------------------------
 
 def test_a_burst_on_healthy_pods_scales_and_starts_no_playbook(tick):
@@ -375,7 +402,7 @@ def test_scale_up_is_bounded_per_tick_and_says_so(tick, current, want):
 
 @pytest.mark.parametrize("reserve, a_pods, b_pods", [
     (0, 19, 1),    # A carries the whole band (900 rps + a window's noise), B at its minimum
-    (20, 15, 2),   # A carries 80%, B holds 20% of the band ready (at int8, ~94 rps per pod)
+    (20, 15, 3),   # A carries 80%, B holds 20% of the band ready (at int8, 50 / 0.6 = 83 rps per pod)
 ])
 def test_the_reserve_is_as_headroom_not_an_extra(tick, reserve, a_pods, b_pods):
     s = Scenario(tick, spec=build_spec(warmReservePercent=reserve))
@@ -385,7 +412,7 @@ def test_the_reserve_is_as_headroom_not_an_extra(tick, reserve, a_pods, b_pods):
 
 
 @pytest.mark.parametrize("prior_b, b_pods", [
-    (None, 2),    # B serves A's model at int8: 50 / 0.6 rps per pod at the SLO, ~94 rps at the sizing point
+    (None, 3),    # B serves A's model at int8: 50 / 0.6 = 83 rps per pod at the SLO, not more (the speed is a throughput ratio)
     (250.0, 1),   # a lighter model's own load test at int8 (3x A's): one pod holds B's 20% of the band
 ])
 def test_bs_own_prior_sizes_bs_reserve(tick, prior_b, b_pods):
@@ -633,11 +660,11 @@ def test_a_pool_held_at_one_operating_point_keeps_a_bounded_covariance():
 
 @pytest.mark.parametrize("a_ready, b_ready, reserve, forecast, events", [
     # A and B both grow with the band: one ScaledUp naming both pools
-    (10, 1, 20, 900.0, [(Reason.SCALED_UP, ("Scale chat-a up from 10 to 15: forecast", "; scale chat-b up from 1 to 2: reserve 20%"))]),
+    (10, 1, 20, 900.0, [(Reason.SCALED_UP, ("Scale chat-a up from 10 to 15: forecast", "; scale chat-b up from 1 to 3: reserve 20%"))]),
     # A grows, B (no reserve) shrinks to what the emergency share needs: one event per direction
     (10, 4, 0, 900.0, [(Reason.SCALED_UP, ("Scale chat-a up from 10 to 19",)), (Reason.SCALED_DOWN, ("Scale chat-b down from 4 to",))]),
     # A had more than the band needs and shrinks while B grows: again one event per direction
-    (20, 1, 20, 900.0, [(Reason.SCALED_DOWN, ("Scale chat-a down from 20 to 15",)), (Reason.SCALED_UP, ("Scale chat-b up from 1 to 2",))]),
+    (20, 1, 20, 900.0, [(Reason.SCALED_DOWN, ("Scale chat-a down from 20 to 15",)), (Reason.SCALED_UP, ("Scale chat-b up from 1 to 3",))]),
 ])
 def test_one_scale_event_per_direction(tick, a_ready, b_ready, reserve, forecast, events):
     s = Scenario(tick, spec=build_spec(warmReservePercent=reserve))
