@@ -460,6 +460,22 @@ def test_an_incident_holds_the_stretch(tick, over):
     assert d.state.incident.stage is not None and d.state.learned.stretch == 1.2
 
 
+@pytest.mark.parametrize("stage, b_pods", [
+    (None, 2),             # an overload shift: B's two ready pods take it; pods started now would come too late
+    (Phase.EMERGENCY, 3),  # the incident's split: B carries it for minutes, sized for 30% of the band's 700 rps
+])
+def test_b_is_sized_for_the_incidents_split_not_for_an_overload_shift(tick, stage, b_pods):
+    """The same tick with 30% on B, the band rising from 500 to 700 rps: in an overload shift (held while A's
+    four new pods start) B keeps its reserve, 10% of 700 rps on two int8 pods of 83 rps (held at two, not
+    grown to three); in an incident B is sized for its share of the band."""
+    incident = IncidentState(stage=stage, trigger="a slowdown", started_at=0.0) if stage else IncidentState(overload=True)
+    state = replace(EngineState(), weights={"a": 70, "b": 30}, incident=incident)
+    obs = build_obs(t=0.0, rate=500.0, latency=150.0, a=(12, 8), b=(2, 2), weights=(70, 30))
+    d = tick(build_spec(warmReservePercent=10), state, obs, build_forecast(0.0, 700.0))
+    assert d.weights["b"] == 30
+    assert d.desired_replicas["b"] == b_pods
+
+
 def test_the_stretch_is_what_a_is_sized_at(tick):
     """The same tick with and without a stretch learned: A is sized at the stretched per-pod rate."""
     state = _pessimistic_start()
