@@ -407,8 +407,8 @@ def _size(spec: InferenceSpec, state: EngineState, obs: Observations, dem: sizin
     load_a = share_a / 100.0 * max(observed, (1.0 - reserve) * upper)
     # B is sized for the incident's split, not for an overload shift: that shift lasts until A's starting
     # pods are ready, when pods started for B now would be ready too, and are no longer wanted. B's reserve
-    # is what takes it. Sized for the shift as well, B grew a pod in bursts it had already absorbed: on the
-    # frontier's 144 replays 345 -> 347 goals at -0.1% GPU-h and +0.4% violation s (docs/engine.md, section 5).
+    # is what takes it. Sized for the shift as well, B started pods for shifts that were over when they came:
+    # on the frontier's 144 replays 345 -> 347 goals at -0.1% GPU-h and +0.4% violation s (docs/engine.md, section 5).
     split_b = weights["b"] if tick.incident.stage is not None else 0
     load_b = max(split_b / 100.0 * upper, reserve * sizing.window_margin(dem.peak, params.slo_window_seconds, q))
     raw = {"a": sizing.pods_for(load_a, cap_a), "b": sizing.pods_for(load_b, cap_b)}
