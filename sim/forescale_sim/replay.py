@@ -67,6 +67,12 @@ class PolicyRun:
     #: the most desired replicas of each pool at any tick
     peak_replicas: dict = field(default_factory=lambda: {"a": 0, "b": 0})
 
+    @property
+    def b_fraction(self) -> float:
+        """The share of the trace's requests routed to pool B (its lighter model, when B runs one)."""
+        total = float(self.recorder.arrivals.sum())
+        return float(self.recorder.arrivals[1].sum()) / total if total > 0 else 0.0
+
     def to_dict(self) -> dict:
         """The replay's JSON keys (docs/replay.md), plus a few extra ones."""
         out = {
@@ -78,6 +84,7 @@ class PolicyRun:
             "gpu_hours": round(self.gpu_hours, 4),
             "scaling_actions": self.scaling_actions,
             "weight_changes": self.weight_changes,
+            "requests_on_b_fraction": round(self.b_fraction, 6),
             "peak_replicas": dict(self.peak_replicas),
             "target_per_pod": round(self.target_per_pod, 4),
             "requests_over_slo": self.slo.requests_over_slo,

@@ -19,12 +19,13 @@ COLUMNS = (
     ("GPU-h", "gpu_hours"),
     ("scalings", "scaling_actions"),
     ("weight chg", "weight_changes"),
+    ("on B %", "requests_on_b_fraction"),
     ("target/pod", "target_per_pod"),
 )
 
 
 def _cell(key: str, value) -> str:
-    if key == "requests_over_slo_fraction":
+    if key in ("requests_over_slo_fraction", "requests_on_b_fraction"):
         return f"{100 * value:.2f}"
     if key in ("gpu_hours", "target_per_pod"):
         return f"{value:.3f}"

@@ -42,6 +42,8 @@ def test_json_has_every_design_key_for_every_policy(azure_slice: Path, capsys, t
     assert data["reserve_floor_gpu_hours"] <= data["policies"]["static"]["gpu_hours"] + data["duration_seconds"] / 3600
     # peers scale pool A only and never move traffic
     assert all(data["policies"][p]["weight_changes"] == 0 for p in ("hpa", "keda", "kpa", "static", "oracle"))
+    assert all(data["policies"][p]["requests_on_b_fraction"] == 0 for p in ("hpa", "keda", "kpa", "static", "oracle"))
+    assert 0 < data["policies"]["forescale"]["requests_on_b_fraction"] < 0.5  # the playbook's split, for a while
     assert data["policies"]["static"]["scaling_actions"] == 0
     assert "calibration" in err  # progress went to stderr
     assert (tmp_path / "replay.png").stat().st_size > 10_000
