@@ -170,6 +170,8 @@ class TrafficSpec:
     hostnames: tuple[str, ...] = ()
     gateways: tuple[str, ...] = ()
     emergency_weight_percent: int = 30
+    #: the most of the traffic an overload shift sends to B outside an incident (0: overloads are only scaled)
+    overload_max_percent: int = 100
     cutback: CutbackSpec = CutbackSpec()
     #: an existing route to patch instead of creating the route `<name>`
     route_ref: RouteRef | None = None
@@ -525,6 +527,7 @@ def parse_spec(raw: Mapping[str, Any]) -> InferenceSpec:
         hostnames=_hostnames(traffic_raw),
         gateways=_string_list(traffic_raw, "gateways", "traffic."),
         emergency_weight_percent=_number(traffic_raw, "emergencyWeightPercent", "traffic.", 30, minimum=0, maximum=100, integer=True),
+        overload_max_percent=_number(traffic_raw, "overloadMaxPercent", "traffic.", 100, minimum=0, maximum=100, integer=True),
         cutback=CutbackSpec(
             step_percent=_number(cutback_raw, "stepPercent", "traffic.cutback.", 10, minimum=1, maximum=100, integer=True),
             interval_seconds=_number(cutback_raw, "intervalSeconds", "traffic.cutback.", 60, minimum=1, integer=True),

@@ -73,7 +73,7 @@ def test_every_scalar_default_is_covered_by_the_equivalence_test():
         "pools.b.minReplicas", "pools.b.maxReplicas", "pools.b.precision", "pools.b.costWeight", "warmReservePercent",
         "pools.a.targetRef.apiVersion", "pools.a.targetRef.kind", "pools.b.targetRef.apiVersion", "pools.b.targetRef.kind",
         "forecast.horizonSeconds", "forecast.stepSeconds", "forecast.modelRef.key", "metrics.preset", "traffic.router",
-        "traffic.emergencyWeightPercent", "traffic.cutback.stepPercent", "traffic.cutback.intervalSeconds",
+        "traffic.emergencyWeightPercent", "traffic.overloadMaxPercent", "traffic.cutback.stepPercent", "traffic.cutback.intervalSeconds",
         "traffic.cutback.stableSeconds", "emergency.triggerRatio", "emergency.errorRatePercent",
         "emergency.precisionFallback", "emergency.minAgreement", "emergency.cacheWarmup", "emergency.debugLogSeconds"])
 
@@ -116,6 +116,7 @@ def test_cel_rule_a_min_replicas_at_least_one_is_evaluated():
     ("pools.a.precision", "fp8", "is not one of"),
     ("warmReservePercent", 101, "greater than the maximum of 100"),
     ("traffic.emergencyWeightPercent", -1, "less than the minimum of 0"),
+    ("traffic.overloadMaxPercent", 101, "greater than the maximum of 100"),
     ("traffic.cutback.stepPercent", 0, "less than the minimum of 1"),
     ("forecast.stepSeconds", 0, "less than the minimum of 1"),
     ("mode", "Manual", "is not one of"),

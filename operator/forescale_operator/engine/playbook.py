@@ -213,6 +213,10 @@ def overload_shift(
     wanted = min(100, math.ceil(100.0 * excess / rate - 1e-9)) if excess > 1e-9 and rate > 0 else 0
     if coming and current_b > 0:
         wanted = max(wanted, current_b)
+    # The user's bound on B's share outside an incident: B's model may answer less well than A's.
+    most = spec.traffic.overload_max_percent
+    bounded = f"traffic.overloadMaxPercent {most}" if wanted > most else None
+    wanted = min(wanted, most)
     if wanted > 0:
         limit = shift_limit(spec, obs, cap_b, params, wanted)
         new_b = limit.percent
@@ -220,7 +224,7 @@ def overload_shift(
             return current_b, [], []
         load = (missed or f"a ready capacity {ready_capacity_a:.0f} rps < {rate:.0f} rps" if excess > 1e-9 else
                 f"{a}'s new pods still starting ({obs.a.ready_replicas} of {obs.a.replicas} ready)")
-        why = f"{load}; {limit.limited_by or f'b ready capacity {limit.ready_capacity:.0f} rps'}"
+        why = f"{load}; {limit.limited_by or bounded or f'b ready capacity {limit.ready_capacity:.0f} rps'}"
         if current_b == 0:
             msg = f"Overload: shift {new_b}% to {b} until {a} has pods for it: {why}"
             return new_b, [shift_action(new_b, msg)], [Event(Reason.OVERLOAD, msg)]
@@ -228,6 +232,9 @@ def overload_shift(
         return new_b, [shift_action(new_b, msg)], [Event(Reason.TRAFFIC_SHIFTED, msg)]
     if current_b == 0:
         return 0, [], []
+    if bounded:  # overloadMaxPercent lowered to 0 during a shift
+        msg = f"Return all traffic to {a} (b was {current_b}%): {bounded}, the overload is answered by scaling alone"
+        return 0, [shift_action(0, msg)], [Event(Reason.TRAFFIC_SHIFTED, msg)]
     msg = (f"Return all traffic to {a} (b was {current_b}%): overload over, a ready capacity {ready_capacity_a:.0f} rps "
            f">= {rate:.0f} rps with its {obs.a.ready_replicas} pods ready")
     return 0, [shift_action(0, msg)], [Event(Reason.TRAFFIC_SHIFTED, msg)]

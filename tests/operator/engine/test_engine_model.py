@@ -244,6 +244,37 @@ def test_an_overload_shift_holds_until_as_new_pods_are_ready(tick, a_after, rate
         assert "overload over" in next(e.message for e in d.events if e.reason is Reason.TRAFFIC_SHIFTED)
 
 
+@pytest.mark.parametrize("most, shifted, bound", [
+    (100, (10, 30), "b ready capacity"),       # the default: B's ready capacity is the only bound
+    (10, (10, 10), "traffic.overloadMaxPercent 10"),  # the user's bound holds below what B could take
+    (0, (0, 0), None),                          # overloads answered by scaling alone: no shift, no Overload
+])
+def test_overload_max_percent_bounds_the_shift_outside_an_incident(tick, most, shifted, bound):
+    def overloaded(spec):
+        s = Scenario(tick, spec=spec)
+        s.warm()
+        return s.at(900.0, rate=500.0, a=(12, 8))  # a ready capacity about 8 x 50 = 400 < 500, four more starting
+
+    d = overloaded(build_spec(traffic={"overloadMaxPercent": most}))
+    assert shifted[0] <= d.weights["b"] <= shifted[1]
+    assert d.desired_replicas == overloaded(build_spec()).desired_replicas  # A is sized for it all either way
+    if bound is None:
+        assert Reason.OVERLOAD not in reasons(d) and Reason.EMERGENCY_STARTED not in reasons(d)
+    else:
+        assert bound in next(e.message for e in d.events if e.reason is Reason.OVERLOAD)
+
+
+def test_overload_max_percent_lowered_to_0_during_a_shift_returns_the_traffic(tick):
+    s = Scenario(tick)
+    s.warm()
+    assert s.at(900.0, rate=500.0, a=(12, 8)).weights["b"] > 0
+    s.spec = build_spec(traffic={"overloadMaxPercent": 0})
+    d = s.at(900.0, rate=500.0, a=(12, 8))  # still overloaded, still starting: only the bound moved
+    assert d.weights == {"a": 100, "b": 0}
+    message = next(e.message for e in d.events if e.reason is Reason.TRAFFIC_SHIFTED)
+    assert "traffic.overloadMaxPercent 0, the overload is answered by scaling alone" in message
+
+
 @pytest.mark.parametrize("reserve, latency_ratio, shifted", [
     (20, 1.9, 20),  # over the target at a load the model says A carries: B's reserve takes its 20% of A's load
     (40, 1.9, 40),  # a larger reserve takes a larger share
