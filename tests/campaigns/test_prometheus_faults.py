@@ -36,7 +36,9 @@ FAULTS = {
 @pytest.fixture
 def prometheus():
     fake = FakePrometheus().start()
-    fake.slow_seconds = 0.8
+    # The client's timeout (below) leaves a loaded CI machine room for healthy answers (a few ms each, served
+    # by a thread of this process); the slow fault outlasts it twice over.
+    fake.slow_seconds = 2.0
     yield fake
     fake.stop()
 
@@ -55,7 +57,7 @@ def _clear_fault(fake: FakePrometheus, mode: str) -> None:
 
 
 async def _rig(cluster, api, example, fake) -> LoopRig:
-    rig = LoopRig(cluster, api, PrometheusMetricSource(fake.url, timeout=0.3))
+    rig = LoopRig(cluster, api, PrometheusMetricSource(fake.url, timeout=1.0))
     await rig.create(spec_body(example))
     for _ in range(4):
         await rig.tick()

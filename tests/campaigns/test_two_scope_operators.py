@@ -91,8 +91,9 @@ def test_two_scopes_one_acts_and_the_other_takes_over(cluster, example, tmp_path
     TALLY.cases("operator: two scopes (processes)")
     prometheus = FakePrometheus().start()
     prometheus.resources = [("default", NAME), ("ml", NAME)]
-    # A short Lease, so that a killed holder is replaced within seconds.
-    env = dict(FORESCALE_PROMETHEUS_URL=prometheus.url, FORESCALE_LEASE_SECONDS="3", FORESCALE_LEASE_RENEW_SECONDS="0.5")
+    # A short Lease, so that a killed holder is replaced within seconds (about 9 s), long enough that the holder
+    # keeps it through a 4 s stall of this loaded machine (it stands down 6 s after its last renewal).
+    env = dict(FORESCALE_PROMETHEUS_URL=prometheus.url, FORESCALE_LEASE_SECONDS="9", FORESCALE_LEASE_RENEW_SECONDS="1")
     order = [first] + [s for s in SCOPES if s != first]
     operators = {}
     try:

@@ -78,7 +78,7 @@ async def test_achieves_the_offered_rate(serve, tmp_path, process, rate):
     # Open loop on time: the 95th percentile of send lag stays small on a shared machine.
     lags = sorted(r.lag_s for r in records)
     # Loose bounds: the two cores are shared with other jobs.
-    assert lags[len(lags) // 2] < 0.02 and lags[int(0.95 * len(lags))] < 0.25
+    assert lags[len(lags) // 2] < 0.05 and lags[int(0.95 * len(lags))] < 0.25
     achieved = sum(row["achieved_rate"] for row in summarize(records, 1.0)) / 2
     assert achieved == pytest.approx(len(scheduled) / 2, rel=0.01)
     rows = list(csv.DictReader(open(tmp_path / "log.csv")))

@@ -127,15 +127,16 @@ async def test_a_removed_pod_drains_before_its_process_stops(api):
 
 async def test_a_killed_process_is_reported_and_restarted_after_backoff(api):
     api.put(deployment("chat-a", replicas=1, pool="a"), "apis/apps/v1", "deployments")
-    async with PodRunner(api.url, settings=fast_settings(backoff_base_seconds=1.0), seed=3) as runner:
+    # A 3 s back-off: the test reads the pod, then the Deployment, while it lasts (a loaded machine's event loop
+    # can stall for a second).
+    async with PodRunner(api.url, settings=fast_settings(backoff_base_seconds=3.0), seed=3) as runner:
         (view,) = await runner.wait_ready("ml", "chat-a", 1, timeout=20)
         old_pid = view.pid
         os.kill(old_pid, signal.SIGKILL)
         pod = lambda: api.get("api/v1", "pods", "ml", view.name)  # noqa: E731
         await eventually(lambda: pod()["status"]["containerStatuses"][0]["restartCount"] == 1
-                         and ready_condition(pod()) == "False")
-        waiting = pod()["status"]["containerStatuses"][0]["state"]
-        assert waiting == {"waiting": {"reason": "CrashLoopBackOff"}}
+                         and ready_condition(pod()) == "False"
+                         and pod()["status"]["containerStatuses"][0]["state"] == {"waiting": {"reason": "CrashLoopBackOff"}})
         await eventually(lambda: api.get("apis/apps/v1", "deployments", "ml", "chat-a")["status"]["readyReplicas"] == 0)
         (again,) = await runner.wait_ready("ml", "chat-a", 1, timeout=20)
         assert again.name == view.name and again.pid != old_pid and again.restarts == 1

@@ -98,7 +98,7 @@ async def test_emulated_compute_follows_the_profile(precision, batch):
     elapsed = time.perf_counter() - started
     expected = profile.batch_ms(precision, batch) / 1000.0
     assert result.compute_s == pytest.approx(expected)
-    assert expected <= elapsed < expected + 0.1
+    assert expected <= elapsed < expected + 0.3  # a sleep: late by the event loop's stalls on a loaded machine
     vectors = [json.loads(v) for v, _ in result.outputs]
     assert all(len(v) == 384 and abs(sum(x * x for x in v) - 1) < 1e-4 for v in vectors)
 
