@@ -33,3 +33,7 @@ class Phase(str, Enum):
     DEGRADED = "Degraded"
     #: the spec cannot be acted on; see the InvalidSpec event
     INVALID = "Invalid"
+
+
+#: the phases of an incident: the engine's to end, at a tick; never readiness's
+INCIDENT_PHASES = frozenset({Phase.EMERGENCY, Phase.RECOVERING, Phase.CUTTING_BACK})

@@ -13,6 +13,7 @@ from forescale_operator.handlers.reconcile import reconcile
 from forescale_operator.forecast_loop.binding import Bindings
 from forescale_operator.forecast_loop.loop import ForecastLoop
 from forescale_operator.handlers.tick import TickContext, TickDeps, tick
+from forescale_operator.kube.refs import INFERENCE_DEPLOYMENTS
 from forescale_operator.readings.base import MetricSample, PoolSample
 
 
@@ -60,6 +61,21 @@ async def test_a_second_run_changes_nothing_and_posts_nothing(cluster, api, exam
     await reconcile(current(cluster), deps)
     writes_after = [r for r in cluster.request_log if r.verb in ("create", "update", "patch", "delete")]
     assert len(events.events) == 1 and writes_after == writes_before
+
+
+@pytest.mark.parametrize("before, after", [
+    ("Emergency", "Emergency"),      # an incident outlives a restart: a tick's engine ends it, not readiness
+    ("Recovering", "Recovering"),
+    ("CuttingBack", "CuttingBack"),  # a new operator resuming a cut-back read Stable for a tick with B at 20%
+    ("Scaling", "Stable"),           # readiness phases are readiness's: both pools have their pods
+    ("Degraded", "Stable"),
+])
+async def test_a_restart_keeps_an_incidents_phase_and_refreshes_the_rest(cluster, api, example, before, after):
+    deps, _ = deps_for(api)
+    await reconcile(apply(cluster, example()), deps)
+    await api.patch(INFERENCE_DEPLOYMENTS, "default", "chat", {"status": {"phase": before}}, subresource="status")
+    await reconcile(current(cluster), deps)  # what kopf's resume handler calls after an operator restart
+    assert current(cluster)["status"]["phase"] == after
 
 
 async def test_replica_bounds_move_existing_replicas_into_range(cluster, api, example):

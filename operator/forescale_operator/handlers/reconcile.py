@@ -25,6 +25,7 @@ from ..children import AdoptionRefused, ChildConflict, Owner, name_problem
 from ..engine.preview import would
 from ..kube.errors import ApiError
 from ..kube.refs import HTTP_ROUTES, VIRTUAL_SERVICES
+from ..phase import INCIDENT_PHASES
 from ..reasons import Reason
 from ..routers.base import Router
 from ..spec import InferenceSpec, PoolSpec, SpecError, check_name, parse_spec
@@ -201,7 +202,10 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
     admin_readiness.record(update, admin)
     await admin_readiness.report(deps.events, status, admin, owner)
     # Without a metric source nothing is scaled: say Degraded from the start, not Stable until the first tick.
-    update.phase(seen.phase_for(spec) if spec.metrics.prometheus_url or deps.prometheus_url
-                 else seen.phase_without_metrics(spec))
+    # An incident outlives a restart or a spec change: its phase stays until a tick's engine ends it (written
+    # from readiness here, a cut-back resumed by a new operator read Stable for a tick with B still at 20%).
+    if status.get("phase") not in {p.value for p in INCIDENT_PHASES}:
+        update.phase(seen.phase_for(spec) if spec.metrics.prometheus_url or deps.prometheus_url
+                     else seen.phase_without_metrics(spec))
     await write_status(deps.api, owner.namespace, owner.name, update)
     return f"converged: {a.name} {a.replicas}, {b.name} {b.replicas}, {route_text}"
