@@ -9,7 +9,7 @@ import signal
 
 import pytest
 
-from conftest import start_fake_server
+from stress_server import start_fake_server
 
 # Tests about other things skip the 30 s warm-up (test_warmup.py covers it).
 NO_WARMUP = ["--warmup-seconds", "0", "--probe-warmup-seconds", "0"]

@@ -8,7 +8,7 @@ import pytest
 from forescale_stress.errors import StressError
 from forescale_stress.warmup import start_rate_from_probe
 
-from conftest import start_fake_server
+from stress_server import start_fake_server
 
 
 @pytest.mark.parametrize("answered, seconds, rate", [

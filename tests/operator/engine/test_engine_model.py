@@ -16,7 +16,7 @@ from forescale_operator.engine.state import IncidentState, Learned
 from forescale_operator.phase import Phase
 from forescale_operator.reasons import Reason
 
-from conftest import PARAMS, build_forecast, build_obs, build_spec
+from engine_inputs import PARAMS, build_forecast, build_obs, build_spec
 
 #: PARAMS' prior: 50 rps per pod at the 200 ms target at fp16 (83.3 at int8), L0 guessed at 50 ms
 TARGET = 200.0

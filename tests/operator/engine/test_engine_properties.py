@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from forescale_operator.engine import EngineState, Observations, PoolObservation, decide
 
-from conftest import PARAMS, build_forecast, build_spec
+from engine_inputs import PARAMS, build_forecast, build_spec
 
 maybe = lambda s: st.one_of(st.none(), s)  # noqa: E731
 

@@ -15,7 +15,7 @@ from forescale_operator.engine.pod_clock import MIN_SAMPLES, PodClock
 from forescale_operator.phase import Phase
 from forescale_operator.reasons import Reason
 
-from conftest import PARAMS
+from engine_inputs import PARAMS
 from test_engine_model import Scenario, healthy_ms, reasons
 
 GATE, DRIFT = PARAMS.model.gate_sigmas, PARAMS.model.drift
