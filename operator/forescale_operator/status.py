@@ -106,7 +106,15 @@ class StatusUpdate:
         _put(self._patch, section, _merged(self._patch.get(section) or {}, self._current.get(section) or {}, values))
 
     def phase(self, phase: Phase) -> None:
+        """The phase, and since when it holds (`lastTransitionTime`, as a Flagger Canary's status has it): set
+        when the phase changes, and once on an object written before the field existed. The alerts on a long
+        Emergency or a stuck cut-back read it (forescale_operator_phase_since_seconds)."""
+        was = self._current.get("phase")
         self._set("phase", phase.value)
+        if phase.value != was or not self._current.get("lastTransitionTime"):
+            self._set("lastTransitionTime", _now())
+        else:  # set back within one update (readiness, then the engine): no transition
+            self._patch.pop("lastTransitionTime", None)
 
     def condition(self, ctype: ConditionType, status: bool | None, reason: ConditionReason | str, message: str) -> None:
         """Set one condition; `reason` is a `ConditionReason`, or the engine's own word for it (engine/report.py)."""
@@ -209,6 +217,8 @@ class StatusUpdate:
                     names += [f"pools.{pool}.{k}" for k in fields if k not in REFRESHED_IN_POOL or old.get(k) is None]
             elif key == "phase" and {value, self._current.get(key)} <= OBSERVED_PHASES:
                 continue  # Stable <-> Scaling: the Deployments catching up, observed (OBSERVED_PHASES)
+            elif key == "lastTransitionTime":
+                continue  # goes out with its phase, pressing as the phase is (alone: a first value, refreshed)
             elif key not in REFRESHED or self._current.get(key) is None or self._previewed(key):
                 names.append(key)
         return names + [f"conditions.{t}" for t, c in self._conditions.items()

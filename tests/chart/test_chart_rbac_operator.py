@@ -19,6 +19,8 @@ port must answer with the series the dashboard and alerts read.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from chart_tools import NAMESPACE, REPO, render
@@ -89,12 +91,12 @@ SERVED = {
         "forescale_operator_phase", "forescale_operator_metrics_available", "forescale_operator_desired_replicas",
         "forescale_operator_ready_replicas", "forescale_operator_weight_percent", "forescale_operator_observed_latency_ms",
         "forescale_operator_observed_rate_rps", "forescale_operator_slo_target_ms", "forescale_operator_cutback_step",
-        "forescale_operator_decision_duration_seconds_count",
+        "forescale_operator_decision_duration_seconds_count", "forescale_operator_phase_since_seconds",
     },
     # Metrics unavailable: the phase and pools panels, and the series ForescaleMetricsUnavailable fires on.
     "prometheus-down": {
         "forescale_operator_phase", "forescale_operator_metrics_available", "forescale_operator_desired_replicas",
-        "forescale_operator_ready_replicas", "forescale_operator_weight_percent",
+        "forescale_operator_ready_replicas", "forescale_operator_weight_percent", "forescale_operator_phase_since_seconds",
     },
 }
 
@@ -133,6 +135,8 @@ def test_metrics_port_serves_what_the_dashboard_and_alerts_read(runs, mode):
     resource = {"namespace": "default", "name": "embed" if mode == "adopted" else "chat"}
     if MODES[mode][2] == "incident":
         assert value("forescale_operator_phase", phase="Emergency", **resource) == 1.0  # ForescaleEmergencyTooLong's series
+        # ...and its clock: since when (status.lastTransitionTime), within this run
+        assert time.time() - 600 < value("forescale_operator_phase_since_seconds", **resource) <= time.time()
         assert value("forescale_operator_observed_latency_ms", **resource) == pytest.approx(900.0)
         assert value("forescale_operator_metrics_available", **resource) == 1.0
     else:

@@ -91,7 +91,7 @@ def test_a_condition_set_twice_in_one_update_ending_as_it_was_is_not_written():
 
 
 _STEADY = {
-    "phase": "Stable", "engine": '{"v":1}', "forecast": {"peakRate": 40.0, "model": "lstm"}, "lastDecision": "Stable",
+    "phase": "Stable", "lastTransitionTime": "2020-01-01T00:00:00Z", "engine": '{"v":1}', "forecast": {"peakRate": 40.0, "model": "lstm"}, "lastDecision": "Stable",
     "weights": {"a": 100, "b": 0},
     "pools": {"a": {"desiredReplicas": 2, "readyReplicas": 2, "summary": "2/2", "capacityRps": 20.0,
                     "model": {"health": 1.0}}},
@@ -136,6 +136,23 @@ def test_a_new_generation_is_pressing_through_the_conditions():
     update = StatusUpdate(_STEADY, generation=4)
     update.condition(ConditionType.READY, True, "Seen", "p99 40 ms")
     assert update.pressing_fields() and update.value("phase") == "Stable"
+
+
+@pytest.mark.parametrize("before, phases, moved", [
+    ({"phase": "Stable", "lastTransitionTime": "2020-01-01T00:00:00Z"}, [Phase.STABLE], False),
+    ({"phase": "Stable", "lastTransitionTime": "2020-01-01T00:00:00Z"}, [Phase.EMERGENCY], True),
+    # readiness first, then the engine's phase, ending as the object has it: no transition
+    ({"phase": "Emergency", "lastTransitionTime": "2020-01-01T00:00:00Z"}, [Phase.STABLE, Phase.EMERGENCY], False),
+    ({"phase": "Stable"}, [Phase.STABLE], True),  # an object from before the field: filled in once
+    (None, [Phase.PENDING], True),                # a new object
+])
+def test_the_phases_transition_time_moves_only_when_the_phase_does(before, phases, moved):
+    update = StatusUpdate(before)
+    for phase in phases:
+        update.phase(phase)
+    since = update.value("lastTransitionTime")
+    assert ("lastTransitionTime" in update.patch) is moved
+    assert since is not None and (since != "2020-01-01T00:00:00Z") is moved
 
 
 @pytest.mark.parametrize("observed, decided", [

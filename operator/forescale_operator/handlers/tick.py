@@ -22,7 +22,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ..observe import admin_readiness
 from .. import observe as observing
 from ..act.executor import Executor
 from ..act.write_ahead import undo, write_ahead
@@ -32,6 +31,7 @@ from ..engine.types import Decision
 from ..forecast_loop.loop import ForecastLoop
 from ..forecast_loop.memory import ResourceMemory
 from ..forecast_loop.saved_state import load_state
+from ..kube.timestamps import epoch_seconds
 from ..observe import admin_readiness
 from ..phase import Phase
 from ..readings import build_observations, read
@@ -186,7 +186,8 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     record_decision(update, decision, forecast, reading, report, memory, now)
     # A capacity annotation the binding had to ignore is said once per bad value, as a Warning event.
     await report_ignored_annotation(deps.events, binding, memory)
-    record_telemetry(loop.telemetry, owner, spec, decision, forecast, reading, seen, decision_seconds, report, memory)
+    record_telemetry(loop.telemetry, owner, spec, decision, forecast, reading, seen, decision_seconds, report, memory,
+                     epoch_seconds(update.value("lastTransitionTime")))
     pressing = update.pressing_fields()
     if warned or any(e.reason not in SCALE_REASONS for e in decision.events):
         # What keeps an event from being posted again is in status (the engine's `contradicted` and

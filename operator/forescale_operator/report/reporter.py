@@ -117,11 +117,12 @@ def _record_forecast(update: StatusUpdate, forecast: Forecast, reading: Reading,
 
 def record_telemetry(telemetry: OperatorMetrics, owner: Owner, spec: InferenceSpec, decision: Decision,
                      forecast: Forecast | None, reading: Reading, seen: Observation, seconds: float,
-                     report: ForecastReport, memory: ResourceMemory) -> None:
-    """The resource's series: phase, replicas and weights (what is live, in Preview), readings, forecast and its quality."""
+                     report: ForecastReport, memory: ResourceMemory, phase_since: float | None = None) -> None:
+    """The resource's series: phase (and since when: status.lastTransitionTime), replicas and weights (what is
+    live, in Preview), readings, forecast and its quality."""
     ns, name = owner.namespace, owner.name
     telemetry.observe_decision_seconds(seconds)
-    telemetry.record_phase(ns, name, decision.phase.value)
+    telemetry.record_phase(ns, name, decision.phase.value, phase_since)
     desired, weights = decision.desired_replicas, decision.weights
     if decision.preview:  # what is live, as in status
         desired = {"a": seen.a.desired, "b": seen.b.desired}
