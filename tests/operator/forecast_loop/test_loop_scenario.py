@@ -25,6 +25,7 @@ from forescale_operator.handlers.deps import HandlerDeps
 from forescale_operator.handlers.reconcile import reconcile
 from forescale_operator.handlers.tick import STATUS_REFRESH_STEPS, TickContext, TickDeps, tick
 from forescale_operator.readings.base import MetricSample, PoolSample
+from forescale_operator.kube.timestamps import epoch_seconds
 from forescale_operator.telemetry import OperatorMetrics
 from forescale_predictor import make_baseline
 
@@ -120,6 +121,10 @@ async def test_incident_shift_recover_and_cut_back_to_100_0(cluster, api, exampl
     assert len(snapshots) == 1 and json.loads(snapshots[0]["data"]["scene.json"])["resource"] == "default/chat"
     engine = json.loads(status["engine"])
     assert engine["incident"]["stage"] == "Emergency"
+    # the alerts' clock: since when the phase holds, as status has it (ForescaleEmergencyTooLong)
+    resource = {"namespace": "default", "name": "chat"}
+    assert telemetry.registry.get_sample_value("forescale_operator_phase_since_seconds", resource) == \
+        epoch_seconds(status["lastTransitionTime"])
 
     source.latency_ms = 60.0
     for _ in range(40):
@@ -137,6 +142,8 @@ async def test_incident_shift_recover_and_cut_back_to_100_0(cluster, api, exampl
     assert "PrecisionRestored" in reasons
     text = telemetry.registry.get_sample_value("forescale_operator_weight_percent", {"namespace": "default", "name": "chat", "pool": "b"})
     assert text == 0.0
+    # ForescaleForecastErrorHigh's series: the forecasts' scored error
+    assert telemetry.registry.get_sample_value("forescale_operator_forecast_error_ms", resource) is not None
 
 
 async def test_cutback_resumes_at_the_same_step_after_a_restart(cluster, api, example, loop):
