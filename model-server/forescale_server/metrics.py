@@ -83,8 +83,11 @@ class ServerMetrics:
                                     BASE_LABELS, registry=self.registry)
         # A counter's first increment is invisible to increase() unless its series existed at 0
         # before it: the diagnosis asks "any warning in the last minute?", so every precision's starts at 0.
+        # The cache's two likewise: the dashboard's hit ratio divides by hits, and a cold cache (no hit
+        # yet) must read 0%, not "No data".
         for precision in PRECISIONS:
-            self.oom_warnings.labels(*self._base(precision))
+            for counter in (self.oom_warnings, self.cache_hits, self.cache_misses):
+                counter.labels(*self._base(precision))
         self.registry.register(_StateCollector(self))
 
     def _base(self, precision: str) -> tuple[str, str, str]:

@@ -208,6 +208,22 @@ def reading_deps(api, events, source) -> TickDeps:
     return TickDeps(api=api, actuators=Actuators(api), events=events, loop=loop)
 
 
+async def test_a_spec_turned_invalid_leaves_no_incident_series_behind(cluster, api, example):
+    """An Emergency left in the phase series of a resource gone Invalid would fire ForescaleEmergencyTooLong
+    for a resource the operator no longer acts on."""
+    deps = TickDeps(api=api, actuators=Actuators(api), events=RecordingEvents())
+    await reconcile(apply(cluster, example()), deps)
+    deps.telemetry.record_phase("default", "chat", "Emergency", 1000.0)
+    body = current(cluster)
+    BAD_SPECS[0][1](body["spec"])
+    await reconcile(apply(cluster, body), deps)
+    series = deps.telemetry.registry.get_sample_value
+    resource = {"namespace": "default", "name": "chat"}
+    assert series("forescale_operator_phase", {**resource, "phase": "Invalid"}) == 1.0
+    assert series("forescale_operator_phase", {**resource, "phase": "Emergency"}) == 0.0
+    assert series("forescale_operator_phase_since_seconds", resource) > 1000.0
+
+
 async def test_tick_keeps_status_true(cluster, api, example):
     deps, events = deps_for(api)
     await reconcile(apply(cluster, example()), deps)
@@ -227,9 +243,16 @@ async def test_tick_without_a_metric_source_is_degraded_and_warns_once(cluster, 
     deps, events = deps_for(api, prometheus_url=None)
     await reconcile(apply(cluster, example()), deps)
     assert current(cluster)["status"]["phase"] == "Degraded"  # from the first status write, not the first tick
+    ticking = TickDeps(api=api, actuators=Actuators(api), events=events)
     for _ in range(3):
-        await tick(TickContext(current(cluster)), TickDeps(api=api, actuators=Actuators(api), events=events))
+        await tick(TickContext(current(cluster)), ticking)
     assert metrics_condition(cluster) == ("Unknown", "NoMetricSource", "no metric source is configured")
+    # ...and in its series: ForescaleMetricsUnavailable fires on them, the dashboard's pickers list it
+    series = ticking.telemetry.registry.get_sample_value
+    resource = {"namespace": "default", "name": "chat"}
+    assert series("forescale_operator_metrics_available", resource) == 0.0
+    assert series("forescale_operator_phase", {**resource, "phase": "Degraded"}) == 1.0
+    assert series("forescale_operator_ready_replicas", {**resource, "pool": "a"}) == 2.0
     assert current(cluster)["status"]["phase"] == "Degraded" and "lastDecision" not in current(cluster)["status"]
     assert events.reasons == ["PoolsCreated", "MetricsUnavailable"]
     kind, _, message = events.events[1]

@@ -47,6 +47,9 @@ async def test_every_series_carries_deployment_pool_and_precision(recording):
         'forescale_input_tokens_count{deployment="chat",pool="b",precision="fp32"} 3.0',
         'forescale_input_tokens_sum{deployment="chat",pool="b",precision="fp32"} 3.0',
         'forescale_oom_warnings_total{deployment="chat",pool="b",precision="int8"} 0.0',
+        # the cache's too, so that a cold cache's hit ratio reads 0% on the dashboard, not "No data"
+        'forescale_cache_hits_total{deployment="chat",pool="b",precision="int8"} 0.0',
+        'forescale_cache_misses_total{deployment="chat",pool="b",precision="int8"} 0.0',
     ):
         assert needle in text, needle
     assert "forescale_output_tokens" not in text.replace("# HELP forescale_output_tokens", "").replace(

@@ -8,6 +8,7 @@ from ..actuators import Actuators
 from ..events import EventSink
 from ..kube.client import KubeApi
 from ..kube.indexed import IndexedReads
+from ..telemetry import OperatorMetrics
 
 
 @dataclass
@@ -24,3 +25,8 @@ class HandlerDeps:
     def reader(self) -> KubeApi:
         """The API the tick observes through: the indexes where the operator has them, else the API itself."""
         return self.reads if self.reads is not None else self.api
+
+    @property
+    def telemetry(self) -> OperatorMetrics | None:
+        """The resource's series, where this operator keeps them (the loop's: TickDeps); None in a bare handler."""
+        return None

@@ -38,11 +38,11 @@ from ..readings import build_observations, read
 from ..readings.observations import PoolState
 from ..readings.pods import read_pods
 from ..reasons import SCALE_REASONS, Reason
-from ..report.reporter import record_decision, record_metrics, record_telemetry
+from ..report.reporter import record_decision, record_metrics, record_telemetry, record_telemetry_without_metrics
 from ..report.setting_problems import report_ignored_annotation, report_no_metric_source
 from ..spec import SpecError
 from ..status import StatusUpdate, write_status
-from ..telemetry import STATUS_WRITES, TickLaps
+from ..telemetry import STATUS_WRITES, OperatorMetrics, TickLaps
 from .deps import HandlerDeps
 from .reconcile import reconcile
 
@@ -61,6 +61,10 @@ STATUS_REFRESH_STEPS = 4
 class TickDeps(HandlerDeps):
     #: what the loop keeps between ticks; the default has no metric source and no forecasts (readiness only)
     loop: ForecastLoop = field(default_factory=ForecastLoop)
+
+    @property
+    def telemetry(self) -> OperatorMetrics:
+        return self.loop.telemetry
 
 
 @dataclass(frozen=True)
@@ -128,6 +132,8 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
         await report_no_metric_source(deps.events, status)
         update.phase(seen.phase_without_metrics(spec))
         record_metrics(update, None)
+        record_telemetry_without_metrics(loop.telemetry, owner, spec, seen, update.value("phase"),
+                                         epoch_seconds(update.value("lastTransitionTime")))
         await write_status(deps.api, owner.namespace, owner.name, update)
         return f"observed: {seen.summary()}; no metrics"
     # Read the metrics, then the pods (admin endpoints, start-up times; an adopted pool's found by its Deployment's

@@ -115,6 +115,19 @@ def _record_forecast(update: StatusUpdate, forecast: Forecast, reading: Reading,
     update.forecast(**fields)
 
 
+def record_telemetry_without_metrics(telemetry: OperatorMetrics, owner: Owner, spec: InferenceSpec,
+                                     seen: Observation, phase: str, phase_since: float | None) -> None:
+    """A resource with no metric source still has its series: the phase (Degraded, which the dashboard's
+    pickers list), what the Deployments and the route show, and metrics_available 0, which the chart's
+    ForescaleMetricsUnavailable alert fires on."""
+    ns, name = owner.namespace, owner.name
+    telemetry.record_phase(ns, name, phase, phase_since)
+    weights = {"a": seen.weights.a, "b": seen.weights.b} if seen.weights is not None else {"a": 100, "b": 0}
+    telemetry.record_pools(ns, name, {"a": seen.a.desired, "b": seen.b.desired}, {"a": seen.a.ready, "b": seen.b.ready},
+                           weights)
+    telemetry.record_observed(ns, name, None, None, spec.slo.target_latency_ms, False)
+
+
 def record_telemetry(telemetry: OperatorMetrics, owner: Owner, spec: InferenceSpec, decision: Decision,
                      forecast: Forecast | None, reading: Reading, seen: Observation, seconds: float,
                      report: ForecastReport, memory: ResourceMemory, phase_since: float | None = None) -> None:
