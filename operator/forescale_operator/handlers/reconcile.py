@@ -204,7 +204,7 @@ async def reconcile(body: Mapping[str, Any], deps: HandlerDeps) -> str:
     # Without a metric source nothing is scaled: say Degraded from the start, not Stable until the first tick.
     # An incident outlives a restart or a spec change: its phase stays until a tick's engine ends it (written
     # from readiness here, a cut-back resumed by a new operator read Stable for a tick with B still at 20%).
-    if status.get("phase") not in {p.value for p in INCIDENT_PHASES}:
+    if status.get("phase") not in INCIDENT_PHASES:  # a str enum: "Emergency" is Phase.EMERGENCY
         update.phase(seen.phase_for(spec) if spec.metrics.prometheus_url or deps.prometheus_url
                      else seen.phase_without_metrics(spec))
     await write_status(deps.api, owner.namespace, owner.name, update)

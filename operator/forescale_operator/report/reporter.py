@@ -24,7 +24,7 @@ from ..reasons import ConditionReason, ConditionType
 from ..spec import InferenceSpec
 from ..status import StatusUpdate
 from ..telemetry import OperatorMetrics
-from ..weights import Weights
+from ..weights import ALL_ON_A, Weights
 
 _TRISTATE = {"True": True, "False": False}
 
@@ -122,10 +122,15 @@ def record_telemetry_without_metrics(telemetry: OperatorMetrics, owner: Owner, s
     ForescaleMetricsUnavailable alert fires on."""
     ns, name = owner.namespace, owner.name
     telemetry.record_phase(ns, name, phase, phase_since)
-    weights = {"a": seen.weights.a, "b": seen.weights.b} if seen.weights is not None else {"a": 100, "b": 0}
-    telemetry.record_pools(ns, name, {"a": seen.a.desired, "b": seen.b.desired}, {"a": seen.a.ready, "b": seen.b.ready},
-                           weights)
+    _record_live_pools(telemetry, owner, seen, {"a": ALL_ON_A.a, "b": ALL_ON_A.b})
     telemetry.record_observed(ns, name, None, None, spec.slo.target_latency_ms, False)
+
+
+def _record_live_pools(telemetry: OperatorMetrics, owner: Owner, seen: Observation, weights: dict[str, int]) -> None:
+    """Replicas and weights as the Deployments and the route show them (`weights` where the route has none)."""
+    live = {"a": seen.weights.a, "b": seen.weights.b} if seen.weights is not None else weights
+    telemetry.record_pools(owner.namespace, owner.name, {"a": seen.a.desired, "b": seen.b.desired},
+                           {"a": seen.a.ready, "b": seen.b.ready}, live)
 
 
 def record_telemetry(telemetry: OperatorMetrics, owner: Owner, spec: InferenceSpec, decision: Decision,
@@ -136,11 +141,11 @@ def record_telemetry(telemetry: OperatorMetrics, owner: Owner, spec: InferenceSp
     ns, name = owner.namespace, owner.name
     telemetry.observe_decision_seconds(seconds)
     telemetry.record_phase(ns, name, decision.phase.value, phase_since)
-    desired, weights = decision.desired_replicas, decision.weights
     if decision.preview:  # what is live, as in status
-        desired = {"a": seen.a.desired, "b": seen.b.desired}
-        weights = {"a": seen.weights.a, "b": seen.weights.b} if seen.weights is not None else weights
-    telemetry.record_pools(ns, name, desired, {"a": seen.a.ready, "b": seen.b.ready}, weights)
+        _record_live_pools(telemetry, owner, seen, decision.weights)
+    else:
+        telemetry.record_pools(ns, name, decision.desired_replicas, {"a": seen.a.ready, "b": seen.b.ready},
+                               decision.weights)
     telemetry.record_observed(ns, name, reading.sample.latency_ms, reading.sample.rate_rps, spec.slo.target_latency_ms,
                               reading.sample.available)
     telemetry.record_cutback_step(ns, name, decision.state.incident.cutback_step)
