@@ -54,9 +54,13 @@ def pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    # A zombie still answers kill(0); its state letter says it is dead.
-    with open(f"/proc/{pid}/stat") as fh:
-        return fh.read().split(") ")[1][0] != "Z"
+    # A zombie still answers kill(0); its state letter says it is dead. Reaped between the two calls,
+    # /proc/<pid>/stat is gone or unreadable (ESRCH): dead too.
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[1][0] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        return False
 
 
 def ready_condition(pod: dict) -> str:
