@@ -311,15 +311,34 @@ def test_a_slowdown_at_constant_load_starts_the_playbook(tick, ratio, hurt_laten
     assert started == starts_at
 
 
-@pytest.mark.parametrize("over, fires", [(0.05, True), (0.005, False)])
-def test_the_burn_rate_trigger_catches_a_slowdown_under_the_target(tick, over, fires):
+@pytest.mark.parametrize("over, ticks, fires", [
+    (0.05, 10, True),   # 5x the budget: the long window (20 ticks) passes 2x at the ninth tick (2.25x)
+    (0.05, 7, False),   # 1.75x over the long window: not yet
+    (0.005, 12, False),  # within the budget
+])
+def test_the_burn_rate_trigger_catches_a_slowdown_under_the_target(tick, over, ticks, fires):
     s = Scenario(tick)
-    s.warm()
+    for _ in range(PARAMS.burn_long_ticks):
+        s.at(healthy_ms(37.5), over=0.0)
     fired = False
-    for _ in range(5):  # p99 190 ms < 200, 1.7x the prediction: no deviation trigger
+    for _ in range(ticks):  # p99 190 ms < 200, 1.7x the prediction: no deviation trigger
         d = s.at(190.0, over=over)
         fired |= any(e.reason is Reason.EMERGENCY_STARTED and "burn" in e.message for e in d.events)
     assert fired is fires
+
+
+@pytest.mark.parametrize("healthy_ticks, fires", [
+    (3, False),  # a young resource: the ticks its long window does not hold yet burned nothing
+    (PARAMS.burn_long_ticks, False),
+])
+def test_one_bad_tick_fills_neither_burn_window(tick, healthy_ticks, fires):
+    """One tick with 16% of its requests over the SLO (6 of 38 on one pod) is 4x the budget over the short
+    window and 0.8x over the long one, however few ticks came before it."""
+    s = Scenario(tick)
+    for _ in range(healthy_ticks):
+        s.at(healthy_ms(37.5), over=0.0)
+    d = s.at(healthy_ms(37.5) * 2.5, over=0.16)
+    assert (Reason.EMERGENCY_STARTED in reasons(d)) is fires
 
 
 def test_budget_burned_in_an_overload_is_the_overloads(tick):
