@@ -3,7 +3,7 @@
     forescale replay --trace FILE --format azure|mooncake|servegen|csv
         [--policies forescale,hpa,keda,kpa,static,oracle] [--slo-ms N]
         [--startup-seconds N] [--incidents SPEC] [--seed N] [--json] [--plot OUT.png]
-        [--max-replicas N] [--profile NAME] [--compress X] [--forecaster NAME] [--spec FILE]
+        [--max-replicas N] [--profile NAME] [--compress X] [--forecaster NAME] [--spec FILE] [--set PATH=VALUE]
         [--peer-utilization U] [--load-scale X] [--b-variant NAME]
 
 With `--json` exactly one JSON object goes to stdout and
@@ -58,6 +58,7 @@ def replay(
     compress: Optional[float] = typer.Option(None, "--compress", help="Time compression of rate traces (servegen default 24)."),
     forecaster: str = typer.Option("lstm", "--forecaster", help="lstm (the packaged model) or a baseline: last, seasonal, ewm, linear."),
     spec: Optional[str] = typer.Option(None, "--spec", help="An InferenceDeployment (YAML/JSON) for the forescale policy; its slo comes from --slo-ms."),
+    sets: Optional[list[str]] = typer.Option(None, "--set", metavar="PATH=VALUE", help="One field of the forescale policy's spec, after --spec (repeatable), e.g. --set traffic.overloadMaxPercent=0."),
     peer_utilization: str = typer.Option("0.7", "--peer-utilization", help="Every peer's per-pod target = U x the calibrated capacity at the SLO; 0 < U <= 1.5."),
     load_scale: str = typer.Option("1", "--load-scale", help="X >= 1: a rate trace's rates x X; a request trace as X superposed copies (whole X), each shifted circularly by a seeded offset."),
     b_variant: str = typer.Option(DEFAULT_B_VARIANT, "--b-variant", help="Pool B's model, served at int8: int8 (A's model) or distilled-int8, at its measured speed and agreement (forescale_profiles/variant_speed.json, measured on CPU, carried to the GPU profile)."),
@@ -75,14 +76,13 @@ def replay(
     try:
         utilization = check_peer_utilization(_number("--peer-utilization", peer_utilization))
         scale = check_load_scale(_number("--load-scale", load_scale))
-        overrides = None
-        if spec:
-            from .spec_file import load_spec_overrides
-            overrides = load_spec_overrides(spec)
+        from .spec_file import load_spec_overrides, parse_sets
+        overrides = load_spec_overrides(spec) if spec else None
+        spec_sets = parse_sets(sets or [])
         opts = ReplayOptions(trace=trace, fmt=fmt, policies=parse_policies(policies), slo_ms=slo_ms,
                              startup_seconds=startup_seconds, incidents=incidents, seed=seed, profile=profile,
                              max_replicas=max_replicas, compress=compress, forecaster=forecaster,
-                             spec_overrides=overrides, peer_utilization=utilization, load_scale=scale,
+                             spec_overrides=overrides, spec_sets=spec_sets, peer_utilization=utilization, load_scale=scale,
                              b_variant=b_variant)
         result = run_replay(opts)
         if plot:

@@ -51,6 +51,8 @@ class ReplayOptions:
     compress: float | None = None
     forecaster: str = "lstm"  # lstm (the packaged default) or a baseline name
     spec_overrides: dict | None = None
+    #: `--set PATH=VALUE` flags, applied after spec_overrides (spec_file.parse_sets)
+    spec_sets: tuple = ()
     #: every peer's per-pod target is this share of the calibrated capacity
     peer_utilization: float = PEER_UTILIZATION
     #: the load multiplied by this (load_scale.py)
@@ -188,7 +190,8 @@ def run_replay(opts: ReplayOptions) -> ReplayResult:
     if "forescale" in opts.policies:
         forecaster_factory, forecaster_label = _forecaster_factory(opts.forecaster, opts.progress)
     ctx = PolicyContext(cal, window_rates, peak, incidents, opts.startup_seconds, opts.max_replicas,
-                        slo_ms, opts.quantile, variant_b, forecaster_factory, opts.spec_overrides)
+                        slo_ms, opts.quantile, variant_b, forecaster_factory, opts.spec_overrides,
+                        opts.spec_sets)
     cfg = ClusterConfig(profile=profile, slo_ms=slo_ms, quantile=opts.quantile,
                         startup_seconds=opts.startup_seconds, seed=opts.seed, b_model_factor=variant_b.model_factor)
     runs: dict[str, PolicyRun] = {}

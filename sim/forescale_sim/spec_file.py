@@ -1,4 +1,4 @@
-"""`--spec FILE`: the InferenceDeployment the forescale policy replays with.
+"""`--spec FILE` and `--set PATH=VALUE`: the InferenceDeployment the forescale policy replays with.
 
 The file is YAML or JSON: a whole InferenceDeployment (its `spec` is taken)
 or a bare spec. Its top-level fields replace the replay's defaults
@@ -7,10 +7,19 @@ or a bare spec. Its top-level fields replace the replay's defaults
 Pool B's `costWeight` reaches the engine, but the replay's GPU-hours weigh B
 at 1.0: B is simulated on A's GPU (at int8), so a lower weight would claim a
 saving the simulation does not model.
+
+`--set PATH=VALUE` (repeatable, as `helm --set`) changes one field of the
+spec the replay ends up with, after `--spec`: `--set
+traffic.overloadMaxPercent=0` keeps the route and its parentRefs, where a
+`--spec` with a `traffic` section replaces the whole section. PATH is dotted
+mapping keys; VALUE is read as a YAML scalar (`1.5`, `true`, `fp16`). The
+SLO is `--slo-ms`'s, here as with `--spec`, and a PATH under `slo` is
+refused rather than ignored.
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -35,3 +44,46 @@ def load_spec_overrides(path: str | Path) -> dict[str, Any]:
     doc = dict(doc)
     doc.pop("slo", None)
     return doc
+
+
+#: one `--set`: the dotted path's keys and the value
+SpecSet = tuple[tuple[str, ...], Any]
+
+
+def parse_sets(values: list[str] | tuple[str, ...]) -> tuple[SpecSet, ...]:
+    """`--set PATH=VALUE` flags, parsed; SimError naming the flag on a bad one."""
+    import yaml
+
+    out = []
+    for text in values:
+        path, eq, raw = text.partition("=")
+        keys = tuple(path.strip().split("."))
+        if not eq or not path.strip() or any(not k for k in keys):
+            raise SimError(f"--set {text!r}: expected PATH=VALUE with a dotted PATH, "
+                           "e.g. --set traffic.overloadMaxPercent=0")
+        if keys[0] == "slo":
+            raise SimError(f"--set {text!r}: the SLO comes from --slo-ms (every policy is measured against it)")
+        if not raw.strip():
+            raise SimError(f"--set {text!r}: no value after '='")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError:
+            value = raw
+        if isinstance(value, (dict, list)):
+            raise SimError(f"--set {text!r}: VALUE must be a scalar; set a whole section with --spec")
+        out.append((keys, value))
+    return tuple(out)
+
+
+def apply_sets(spec: dict[str, Any], sets: tuple[SpecSet, ...]) -> dict[str, Any]:
+    """`spec` with each `--set` applied in order (a copy); SimError where a PATH crosses a non-mapping."""
+    spec = copy.deepcopy(spec)
+    for keys, value in sets:
+        node = spec
+        for i, key in enumerate(keys[:-1]):
+            child = node.setdefault(key, {})
+            if not isinstance(child, dict):
+                raise SimError(f"--set {'.'.join(keys)}: {'.'.join(keys[:i + 1])} is {child!r}, not a mapping")
+            node = child
+        node[keys[-1]] = value
+    return spec

@@ -166,6 +166,34 @@ def test_spec_file(azure_slice: Path, tmp_path: Path, capsys, content: str, word
         assert code == 2 and words in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("sets,words", [
+    (["traffic.overloadMaxPercent=0", "pools.a.minReplicas=5"], None),
+    (["traffic.overloadMaxPercent"], "expected PATH=VALUE"),
+    (["=3"], "expected PATH=VALUE"),
+    (["pools..a=3"], "expected PATH=VALUE"),
+    (["pools.a.minReplicas="], "no value after '='"),
+    (["slo.targetLatencyMs=5"], "comes from --slo-ms"),
+    (["pools.a.template=[1, 2]"], "must be a scalar"),
+    (["traffic.router.kind=x"], "traffic.router is 'gatewayapi', not a mapping"),
+    (["warmReservePercent=500"], "spec.warmReservePercent: must be <= 100"),
+])
+def test_set_changes_one_field_and_keeps_the_rest(azure_slice: Path, capsys, sets: list[str], words: str | None) -> None:
+    args = [a for one in sets for a in ("--set", one)]
+    code, out, err = run(capsys, "--trace", str(azure_slice), "--format", "azure", "--json", "--policies", "forescale",
+                         "--forecaster", "ewm", "--incidents", "none", *args)
+    if words is None:
+        assert code == 0, err  # traffic's router and parentRefs were kept: the spec is valid
+        row = json.loads(out)["policies"]["forescale"]
+        # A's minReplicas 5 from --set and B's default 1 hold for the whole replay: >= 6 pods for ~425 s
+        assert row["gpu_hours"] >= 6 * 420 / 3600
+        # no overload shift to B, which the defaults make on this slice (1.6% of its requests)
+        _, default, _ = run(capsys, "--trace", str(azure_slice), "--format", "azure", "--json", "--policies",
+                            "forescale", "--forecaster", "ewm", "--incidents", "none")
+        assert row["requests_on_b_fraction"] == 0 < json.loads(default)["policies"]["forescale"]["requests_on_b_fraction"]
+    else:
+        assert code == 2 and words in err and "Traceback" not in err, err
+
+
 def test_same_seed_same_result(mooncake_slice: Path) -> None:
     from forescale_sim.session import ReplayOptions, run_replay
 

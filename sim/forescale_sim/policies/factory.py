@@ -34,6 +34,8 @@ class PolicyContext:
     variant_b: PoolBVariant
     forecaster_factory: Callable[[float, float], object] | None = None
     spec_overrides: dict | None = None
+    #: `--set` flags (spec_file.parse_sets), applied over the whole replay spec
+    spec_sets: tuple = ()
 
 
 def parse_policies(text: str) -> list[str]:
@@ -73,12 +75,14 @@ def make_policy(name: str, ctx: PolicyContext) -> Policy:
         from forescale_operator.engine import EngineParams
         from forescale_operator.spec import parse_spec
 
-        from .forescale import ForescalePolicy, replay_spec
-
         from forescale_operator.spec import SpecError
 
+        from ..spec_file import apply_sets
+        from .forescale import ForescalePolicy, replay_spec
+
+        body = replay_spec(ctx.slo_ms, ctx.quantile, ctx.max_replicas, ctx.max_replicas, **(ctx.spec_overrides or {}))
         try:
-            spec = parse_spec(replay_spec(ctx.slo_ms, ctx.quantile, ctx.max_replicas, ctx.max_replicas, **(ctx.spec_overrides or {})))
+            spec = parse_spec(apply_sets(body, ctx.spec_sets))
         except SpecError as exc:
             raise SimError(f"the forescale policy's spec is invalid: {exc}") from None
         # The calibrated capacity is what an operator sets from a load test (the
