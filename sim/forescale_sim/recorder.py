@@ -201,8 +201,10 @@ def mixture_quantile_ms(arrivals: np.ndarray, rejected: np.ndarray, latency_ms: 
     tail = 1.0 - quantile
 
     def survival(x: float) -> float:
-        over = np.where(x < base_ms, 1.0,
-                        np.where(scale_ms > 0, np.exp(-(x - base_ms) / np.where(scale_ms > 0, scale_ms, 1.0)), 0.0))
+        # np.where computes every branch: the exponent is clipped at 0 where x < base_ms (that branch is not
+        # taken there), so that a far-off base cannot overflow exp (a RuntimeWarning in the unseen-traffic bench)
+        wait = np.maximum(x - base_ms, 0.0) / np.where(scale_ms > 0, scale_ms, 1.0)
+        over = np.where(x < base_ms, 1.0, np.where(scale_ms > 0, np.exp(-wait), 0.0))
         return (float((served * over).sum()) + (float(rejected.sum()) if x < timeout_ms else 0.0)) / total
 
     finite = np.isfinite(latency_ms) & (served > 0)
