@@ -11,9 +11,8 @@ config = pytest.importorskip("forescale_operator.config", reason="the operator's
 
 def _operator_env(values_files=(), set_values=None) -> dict[str, str]:
     env = env_of(one(render(list(values_files), set_values), "Deployment"))
-    # The Downward API fills these in the cluster.
+    # The Downward API fills this in the cluster.
     env["POD_NAME"] = "forescale-5d9c7b-x2x4q"
-    env["POD_NAMESPACE"] = "forescale"
     return {key: value for key, value in env.items() if isinstance(value, str)}
 
 
