@@ -9,6 +9,8 @@ cases outside that set, as a held-out check would:
   bursts to 10), a busy one (10, to 150), a launch that climbs 100-fold (1 to 100), a drift
   around a high mean (20, to 60), spikes on a steady base (10, to 40) and on a nearly idle one
   (0.3, to 3), and the family's own knobs at the new seeds;
+- the bursty family at its own knobs at load scale 10, seeds 3 and 4: the frontier replays synthetic
+  traffic at 1x only, and a held-out bursty trace is checked at the dev traces' 10x too;
 - the dev traces at load scales 3 and 30 (the frontier runs 1 and 10), seed 3.
 
 Each case runs twice: without an incident, and with the replay's default one (a slowdown of pool A
@@ -44,6 +46,8 @@ from bench.frontier import DEV_TRACES, TRACES, curve_free_goals
 SHAPES = (("bursty", 0.5, 10.0), ("bursty", 10.0, 150.0), ("bursty", 2.5, 40.0), ("ramp", 1.0, 100.0),
           ("drift", 20.0, 60.0), ("spikes", 10.0, 40.0), ("spikes", 0.3, 3.0))
 SEEDS = (3, 4)
+#: (family, mean, peak, load scale) of the synthetic cases replayed scaled (module docstring)
+SCALED_SHAPES = (("bursty", 2.5, 40.0, 10.0),)
 #: the dev traces' load scales here: between the frontier's 1 and 10, and beyond 10
 SCALES = (3.0, 30.0)
 DEV_SEED = 3
@@ -72,6 +76,12 @@ def plan(folder: Path, traces: Path = TRACES) -> list[Case]:
         for seed in SEEDS:
             path = write_azure_csv(Shape(family, mean=mean, peak=peak, seed=seed), folder / f"{family}-{mean:g}-{peak:g}-{seed}.csv")
             cases.append(Case(f"synth-{family} mean {mean:g} peak {peak:g}", str(path), "azure", 1.0, seed))
+    for (family, mean, peak, scale) in SCALED_SHAPES:
+        for seed in SEEDS:
+            path = folder / f"{family}-{mean:g}-{peak:g}-{seed}.csv"
+            if not path.exists():
+                write_azure_csv(Shape(family, mean=mean, peak=peak, seed=seed), path)
+            cases.append(Case(f"synth-{family} mean {mean:g} peak {peak:g}", str(path), "azure", scale, seed))
     for label, (rel, fmt) in DEV_TRACES.items():
         for scale in SCALES:
             cases.append(Case(label, str(traces / rel), fmt, scale, DEV_SEED))

@@ -35,13 +35,18 @@ def test_the_cases_lie_outside_the_frontier(tmp_path: Path) -> None:
     # every case runs once without the incident and once with it
     assert sorted((c.label, c.scale, c.seed) for c in cases if c.incident) == \
         sorted((c.label, c.scale, c.seed) for c in cases if not c.incident)
+    scaled = {(f"synth-{family} mean {mean:g} peak {peak:g}", scale) for family, mean, peak, scale in unseen_traffic.SCALED_SHAPES}
     for case in cases:
         if case.label.startswith("synth-"):
-            assert case.seed not in (0, 1, 2) and case.scale == 1.0 and Path(case.path).stat().st_size > 0
+            # the frontier replays synthetic traffic at seeds 0-2 and at 1x only
+            assert case.seed not in (0, 1, 2) and Path(case.path).stat().st_size > 0
+            assert case.scale == 1.0 or (case.label, case.scale) in scaled
         else:
             assert case.label in frontier.DEV_TRACES and case.scale not in (1.0, 10.0)
             assert case.path.startswith("/nowhere/")
-    assert sum(c.label.startswith("synth-") for c in cases) == 2 * len(unseen_traffic.SHAPES) * len(unseen_traffic.SEEDS)
+    shapes = len(unseen_traffic.SHAPES) + len(unseen_traffic.SCALED_SHAPES)
+    assert sum(c.label.startswith("synth-") for c in cases) == 2 * shapes * len(unseen_traffic.SEEDS)
+    assert {(c.label, c.scale) for c in cases} >= scaled
 
 
 def test_bad_jobs_is_named(capsys: pytest.CaptureFixture[str]) -> None:
