@@ -73,9 +73,7 @@ def make_policy(name: str, ctx: PolicyContext) -> Policy:
         return policy
     if name == "forescale":
         from forescale_operator.engine import EngineParams
-        from forescale_operator.spec import parse_spec
-
-        from forescale_operator.spec import SpecError
+        from forescale_operator.spec import SpecError, parse_spec
 
         from ..spec_file import apply_sets
         from .forescale import ForescalePolicy, replay_spec
