@@ -24,6 +24,7 @@ from typing import Any, Mapping
 
 from .kube.client import KubeApi
 from .kube.refs import INFERENCE_DEPLOYMENTS
+from .kube.timestamps import epoch_seconds
 from .phase import Phase
 from .reasons import ConditionReason, ConditionType
 from .weights import Weights
@@ -152,7 +153,7 @@ class StatusUpdate:
         _put(self._patch, "pools", pools)
 
     def weights(self, weights: Weights) -> None:
-        self._set_in("weights", {"a": weights.a, "b": weights.b})
+        self._set_in("weights", weights.as_dict())
 
     def preview(self, would: Mapping[str, Any] | None) -> None:
         """In Preview, what Auto would set now; None (outside Preview) removes the section."""
@@ -195,6 +196,10 @@ class StatusUpdate:
     def value(self, key: str) -> Any:
         """A top-level field as the object will have it once this update is written."""
         return self._patch[key] if key in self._patch else self._current.get(key)
+
+    def phase_since(self) -> float | None:
+        """Since when the phase holds, in epoch seconds (`lastTransitionTime` once written; None before any)."""
+        return epoch_seconds(self.value("lastTransitionTime"))
 
     def _previewed(self, key: str) -> bool:
         """In Preview nothing acts, so the decision's summary is what the resource is for: each one is written

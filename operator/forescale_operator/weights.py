@@ -17,6 +17,10 @@ class Weights:
     def __str__(self) -> str:
         return f"{self.a}/{self.b}"
 
+    def as_dict(self) -> dict[str, int]:
+        """`{"a": 80, "b": 20}`: the per-pool form status and the operator's series take."""
+        return {"a": self.a, "b": self.b}
+
 
 #: all traffic on pool A: where every route starts and every cut-back ends
 ALL_ON_A = Weights(100, 0)

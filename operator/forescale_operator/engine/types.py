@@ -127,7 +127,7 @@ class ShiftTraffic(Action):
     weights: Weights
 
     def params(self) -> dict[str, Any]:
-        return {"weights": {"a": self.weights.a, "b": self.weights.b}}
+        return {"weights": self.weights.as_dict()}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
-from ..kube.timestamps import epoch_seconds
 from ..phase import Phase
 from ..reasons import ConditionType, Reason
 from ..spec import SpecError
@@ -32,7 +31,7 @@ async def mark_invalid(body: Mapping[str, Any], error: SpecError | ValueError | 
         # Its series say Invalid too: left at the phase before (an Emergency, say), the chart's
         # ForescaleEmergencyTooLong would fire for a resource the operator no longer acts on.
         deps.telemetry.record_phase(meta["namespace"], meta["name"], Phase.INVALID.value,
-                                    epoch_seconds(update.value("lastTransitionTime")))
+                                    update.phase_since())
     if is_new:
         logger.warning("%s/%s: invalid spec: %s", meta["namespace"], meta["name"], message)
         prefix = {Reason.INVALID_SPEC: "Invalid spec", Reason.ADOPTION_REFUSED: "Cannot adopt"}.get(reason, "Cannot converge")

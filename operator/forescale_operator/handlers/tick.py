@@ -31,7 +31,6 @@ from ..engine.types import Decision
 from ..forecast_loop.loop import ForecastLoop
 from ..forecast_loop.memory import ResourceMemory
 from ..forecast_loop.saved_state import load_state
-from ..kube.timestamps import epoch_seconds
 from ..observe import admin_readiness
 from ..phase import Phase
 from ..readings import build_observations, read
@@ -133,7 +132,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
         update.phase(seen.phase_without_metrics(spec))
         record_metrics(update, None)
         record_telemetry_without_metrics(loop.telemetry, owner, spec, seen, update.value("phase"),
-                                         epoch_seconds(update.value("lastTransitionTime")))
+                                         update.phase_since())
         await write_status(deps.api, owner.namespace, owner.name, update)
         return f"observed: {seen.summary()}; no metrics"
     # Read the metrics, then the pods (admin endpoints, start-up times; an adopted pool's found by its Deployment's
@@ -193,7 +192,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     # A capacity annotation the binding had to ignore is said once per bad value, as a Warning event.
     await report_ignored_annotation(deps.events, binding, memory)
     record_telemetry(loop.telemetry, owner, spec, decision, forecast, reading, seen, decision_seconds, report, memory,
-                     epoch_seconds(update.value("lastTransitionTime")))
+                     update.phase_since())
     pressing = update.pressing_fields()
     if warned or any(e.reason not in SCALE_REASONS for e in decision.events):
         # What keeps an event from being posted again is in status (the engine's `contradicted` and

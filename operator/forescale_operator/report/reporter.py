@@ -122,13 +122,13 @@ def record_telemetry_without_metrics(telemetry: OperatorMetrics, owner: Owner, s
     ForescaleMetricsUnavailable alert fires on."""
     ns, name = owner.namespace, owner.name
     telemetry.record_phase(ns, name, phase, phase_since)
-    _record_live_pools(telemetry, owner, seen, {"a": ALL_ON_A.a, "b": ALL_ON_A.b})
+    _record_live_pools(telemetry, owner, seen, ALL_ON_A.as_dict())
     telemetry.record_observed(ns, name, None, None, spec.slo.target_latency_ms, False)
 
 
 def _record_live_pools(telemetry: OperatorMetrics, owner: Owner, seen: Observation, weights: dict[str, int]) -> None:
     """Replicas and weights as the Deployments and the route show them (`weights` where the route has none)."""
-    live = {"a": seen.weights.a, "b": seen.weights.b} if seen.weights is not None else weights
+    live = seen.weights.as_dict() if seen.weights is not None else weights
     telemetry.record_pools(owner.namespace, owner.name, {"a": seen.a.desired, "b": seen.b.desired},
                            {"a": seen.a.ready, "b": seen.b.ready}, live)
 
