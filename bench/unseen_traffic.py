@@ -71,17 +71,15 @@ def plan(folder: Path, traces: Path = TRACES) -> list[Case]:
     """Every case, the synthetic traces written into `folder`."""
     from forescale_sim.synthetic import Shape, write_azure_csv
 
-    cases = []
-    for (family, mean, peak) in SHAPES:
-        for seed in SEEDS:
-            path = write_azure_csv(Shape(family, mean=mean, peak=peak, seed=seed), folder / f"{family}-{mean:g}-{peak:g}-{seed}.csv")
-            cases.append(Case(f"synth-{family} mean {mean:g} peak {peak:g}", str(path), "azure", 1.0, seed))
-    for (family, mean, peak, scale) in SCALED_SHAPES:
-        for seed in SEEDS:
-            path = folder / f"{family}-{mean:g}-{peak:g}-{seed}.csv"
-            if not path.exists():
-                write_azure_csv(Shape(family, mean=mean, peak=peak, seed=seed), path)
-            cases.append(Case(f"synth-{family} mean {mean:g} peak {peak:g}", str(path), "azure", scale, seed))
+    def synthetic(family: str, mean: float, peak: float, scale: float, seed: int) -> Case:
+        """The case of one shape at one seed; its trace written once, whatever the scales it is replayed at."""
+        path = folder / f"{family}-{mean:g}-{peak:g}-{seed}.csv"
+        if not path.exists():
+            write_azure_csv(Shape(family, mean=mean, peak=peak, seed=seed), path)
+        return Case(f"synth-{family} mean {mean:g} peak {peak:g}", str(path), "azure", scale, seed)
+
+    cases = [synthetic(*shape, 1.0, seed) for shape in SHAPES for seed in SEEDS]
+    cases += [synthetic(*shape, seed) for shape in SCALED_SHAPES for seed in SEEDS]
     for label, (rel, fmt) in DEV_TRACES.items():
         for scale in SCALES:
             cases.append(Case(label, str(traces / rel), fmt, scale, DEV_SEED))
