@@ -12,6 +12,8 @@ capacity and model, a condition's message with its numbers. Those are
 otherwise at most every few steps (`pressing_fields` tells the two apart), so a
 steady resource costs the API server a PATCH every few ticks, not one per
 tick, the way kube-controller-manager's HPA writes status only on a change.
+A move between Stable and Scaling waits likewise, and keeps the time it
+happened until it is written (`unwritten_transition`).
 In Preview, where nothing acts, each decision's `lastDecision` is written.
 """
 
@@ -19,12 +21,12 @@ from __future__ import annotations
 
 import copy
 import json
-import datetime as dt
+import time
 from typing import Any, Mapping
 
 from .kube.client import KubeApi
 from .kube.refs import INFERENCE_DEPLOYMENTS
-from .kube.timestamps import epoch_seconds
+from .kube.timestamps import epoch_seconds, rfc3339
 from .phase import Phase
 from .reasons import ConditionReason, ConditionType
 from .weights import Weights
@@ -42,10 +44,6 @@ REFRESHED_IN_POOL = frozenset({"capacityRps", "model", "replicas", "readyReplica
 #: between them is observed, not decided, and is refreshed like the replica counts it follows. Every other
 #: phase (an incident, Degraded, Invalid, Pending) is pressing, and so is a move into or out of one.
 OBSERVED_PHASES = frozenset({Phase.STABLE.value, Phase.SCALING.value})
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _standing(condition: Mapping[str, Any]) -> tuple[Any, Any, Any]:
@@ -81,9 +79,15 @@ def _tristate(value: bool | None) -> str:
 class StatusUpdate:
     """Changes to one object's status. Read `.patch`; empty when nothing changed."""
 
-    def __init__(self, current: Mapping[str, Any] | None, generation: int | None = None) -> None:
+    def __init__(self, current: Mapping[str, Any] | None, generation: int | None = None, *,
+                 now: float | None = None, unwritten_phase: tuple[str, str] | None = None) -> None:
+        """`now`: the tick's clock, epoch seconds (default: the wall clock). `unwritten_phase`: a phase the last
+        tick moved to and did not write (Stable <-> Scaling waits for the refresh), with the time it moved
+        (`unwritten_transition`): set again here, it keeps that time, not this tick's."""
         self._current = copy.deepcopy(dict(current or {}))
         self._generation = generation
+        self._stamp = rfc3339(time.time() if now is None else now)
+        self._unwritten_phase = unwritten_phase
         self._patch: dict[str, Any] = {}
         self._conditions = {c.get("type"): dict(c) for c in self._current.get("conditions") or [] if isinstance(c, Mapping)}
         #: the conditions as the object has them: a transition is measured against these, not against a value
@@ -93,7 +97,7 @@ class StatusUpdate:
             if ctype.value not in self._conditions:
                 self._conditions[ctype.value] = {"type": ctype.value, "status": "Unknown",
                                                  "reason": ConditionReason.NOT_OBSERVED.value,
-                                                 "message": "not observed yet", "lastTransitionTime": _now()}
+                                                 "message": "not observed yet", "lastTransitionTime": self._stamp}
 
     # The last setter wins: the tick sets some fields twice (weights and replicas from what it observed, then from
     # what the engine decided), and a value set back to what the object holds is no change, not the earlier value.
@@ -113,7 +117,9 @@ class StatusUpdate:
         was = self._current.get("phase")
         self._set("phase", phase.value)
         if phase.value != was or not self._current.get("lastTransitionTime"):
-            self._set("lastTransitionTime", _now())
+            moved = self._unwritten_phase
+            self._set("lastTransitionTime", moved[1] if moved and moved[0] == phase.value and phase.value != was
+                      else self._stamp)
         else:  # set back within one update (readiness, then the engine): no transition
             self._patch.pop("lastTransitionTime", None)
 
@@ -126,7 +132,7 @@ class StatusUpdate:
         if was.get("status") == value:
             since = was.get("lastTransitionTime")  # no transition, whatever was set in between
         else:
-            since = old.get("lastTransitionTime") if old.get("status") == value else _now()
+            since = old.get("lastTransitionTime") if old.get("status") == value else self._stamp
         new = {"type": ctype.value, "status": value, "reason": reason, "message": message, "lastTransitionTime": since}
         if self._generation is not None:
             new["observedGeneration"] = self._generation
@@ -196,6 +202,15 @@ class StatusUpdate:
     def value(self, key: str) -> Any:
         """A top-level field as the object will have it once this update is written."""
         return self._patch[key] if key in self._patch else self._current.get(key)
+
+    def unwritten_transition(self) -> tuple[str, str] | None:
+        """The phase this update moves to and since when, for the next tick's update if this one is not written
+        (None when it moves nothing). Why: a move between Stable and Scaling waits for the refresh, and each
+        tick in between would otherwise stamp it anew: status said it began at the write, up to a refresh late,
+        and forescale_operator_phase_since_seconds restarted at every tick until then."""
+        if "lastTransitionTime" not in self._patch or "phase" not in self._patch:
+            return None
+        return self._patch["phase"], self._patch["lastTransitionTime"]
 
     def phase_since(self) -> float | None:
         """Since when the phase holds, in epoch seconds (`lastTransitionTime` once written; None before any)."""

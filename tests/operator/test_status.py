@@ -155,6 +155,23 @@ def test_the_phases_transition_time_moves_only_when_the_phase_does(before, phase
     assert since is not None and (since != "2020-01-01T00:00:00Z") is moved
 
 
+T0, T1 = "2020-01-01T00:00:00Z", 1_600_000_000.0  # the object's transition time; this tick's clock
+
+
+@pytest.mark.parametrize("phase, unwritten, since", [
+    (Phase.SCALING, None, "2020-09-13T12:26:40Z"),                      # a move: this tick's clock, not the wall's
+    (Phase.SCALING, ("Scaling", "2020-09-13T12:26:25Z"), "2020-09-13T12:26:25Z"),  # moved last tick, not written
+    (Phase.EMERGENCY, ("Scaling", "2020-09-13T12:26:25Z"), "2020-09-13T12:26:40Z"),  # another move than that one
+    (Phase.STABLE, ("Scaling", "2020-09-13T12:26:25Z"), T0),                   # moved back: no transition at all
+])
+def test_a_move_a_tick_did_not_write_keeps_its_time_at_the_next(phase, unwritten, since):
+    """Stable -> Scaling waits for the refresh: the tick that writes it says when the phase moved, not when it wrote."""
+    update = StatusUpdate({"phase": "Stable", "lastTransitionTime": T0}, now=T1, unwritten_phase=unwritten)
+    update.phase(phase)
+    assert update.value("lastTransitionTime") == since
+    assert update.unwritten_transition() == (None if since == T0 else (phase.value, since))
+
+
 @pytest.mark.parametrize("observed, decided", [
     pytest.param(lambda u: u.weights(Weights(100, 0)), lambda u: u.weights(Weights(70, 30)), id="weights"),
     pytest.param(lambda u: u.phase(Phase.SCALING), lambda u: u.phase(Phase.STABLE), id="phase"),

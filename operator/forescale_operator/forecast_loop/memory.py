@@ -45,6 +45,8 @@ class ResourceMemory:
     #: when (monotonic) the tick last wrote status (or found nothing to write): refreshed fields wait until a
     #: refresh is due
     status_written_at: float | None = None
+    #: the phase the last tick moved to without writing it, and since when (`StatusUpdate.unwritten_transition`)
+    unwritten_phase: tuple[str, str] | None = None
 
     def keep(self, state: EngineState, *over: Any) -> None:
         """The state the next tick starts from, as long as status still holds one of `over`: the engine JSON it

@@ -97,6 +97,9 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
         return f"skipped: {err}"
     owner, spec = binding.owner, binding.spec
     memory = loop.memory(owner)
+    # A phase the last tick moved to without writing it keeps its time, for this tick only: whatever this tick
+    # does, it writes status or hands its own move on.
+    unwritten_phase, memory.unwritten_phase = memory.unwritten_phase, None
     now, mono = loop.clock(), loop.monotonic()
     state = load_state(status, owner, memory, now=now, mono=mono,
                        cutback_interval_s=spec.traffic.cutback.interval_seconds)
@@ -113,7 +116,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
     if not seen.complete_for(spec) or not (read_only or await observing.services_intact(reader, owner, spec)):
         return await reconcile(body, deps)
     lap("observe")
-    update = StatusUpdate(status, generation)
+    update = StatusUpdate(status, generation, now=now, unwritten_phase=unwritten_phase)
     # Readiness, without the phase: the engine's where it runs (an incident outlives readiness), set below where not.
     observing.record(update, spec, seen)
     # The admin token of both pools' pods, every tick: an adopted Deployment's template can change under us
@@ -207,6 +210,7 @@ async def tick(ctx: TickContext, deps: TickDeps) -> str:
         memory.keep(decision.state, update.value("engine"), status.get("engine"))
     else:
         memory.carry(decision.state, status.get("engine"))
+        memory.unwritten_phase = update.unwritten_transition()
     lap("report")
     return f"observed: {seen.summary()}"
 

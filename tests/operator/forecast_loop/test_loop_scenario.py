@@ -425,3 +425,31 @@ async def test_status_changed_under_the_kept_state_is_read_back(cluster, api, ex
     for _ in range(1 + STATUS_REFRESH_STEPS):
         await run()
     assert json.loads(_status(cluster)["engine"])["learned"]["models"]["a"]["priorRps"] == pytest.approx(77.0)
+
+
+async def test_a_move_to_scaling_written_at_the_refresh_says_when_it_happened(cluster, api, example, loop):
+    """Stable <-> Scaling waits for the refresh; status and forescale_operator_phase_since_seconds say when the
+    phase moved (the tick's clock then), not when status was written, and the gauge holds still meanwhile."""
+    run, source, events, clock, telemetry = loop
+    await reconcile(cluster.put(_spec_body(example)), HandlerDeps(api=api, actuators=Actuators(api), events=events))
+    source.rate = 3.0  # light: a pod short is no overload (that would shift weights, a pressing change)
+    for _ in range(2 * STATUS_REFRESH_STEPS):
+        await run()
+    version = cluster.get("inferencedeployments", "default", "chat")["metadata"]["resourceVersion"]
+    while cluster.get("inferencedeployments", "default", "chat")["metadata"]["resourceVersion"] == version:
+        await run()  # to a refresh: the move below is then a whole refresh from the next write
+    assert _status(cluster)["phase"] == "Stable"
+    deployment = cluster.get("deployments", "default", "chat-a")
+    replicas = deployment["spec"]["replicas"]
+    resource = {"namespace": "default", "name": "chat"}
+    since = []
+    for _ in range(STATUS_REFRESH_STEPS + 1):
+        # a pod of A restarting: one fewer ready than asked for, tick after tick
+        cluster.put({**cluster.get("deployments", "default", "chat-a"),
+                     "status": {"replicas": replicas, "readyReplicas": replicas - 1}})
+        await run()
+        since.append(telemetry.registry.get_sample_value("forescale_operator_phase_since_seconds", resource))
+    status = _status(cluster)
+    assert status["phase"] == "Scaling"
+    assert len(set(since)) == 1 and since[0] > clock.t - (STATUS_REFRESH_STEPS + 1) * 5.0
+    assert epoch_seconds(status["lastTransitionTime"]) == since[0]
