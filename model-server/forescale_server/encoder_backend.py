@@ -226,7 +226,7 @@ class EncoderBackend:
             if self.variant is not None and self.variant.int8_split:
                 from .quantization import OUTLIER_FRACTION, outlier_split
 
-                # a variant names its own sensitive layers (a 3-layer student has no encoder.layer.4)
+                # a variant names its own sensitive layers (a 4-layer student has no encoder.layer.4)
                 self.int8_split = list(self.variant.int8_split)
                 model = outlier_split(base, lambda m: self.embed_with(m, texts), OUTLIER_FRACTION, only=self.int8_split)
             else:

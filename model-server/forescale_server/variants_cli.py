@@ -28,6 +28,7 @@ def build(
     train_sentences: int = typer.Option(0, help="Use the first N training sentences of the seeded mix of news and docstrings (0: all, about 69,000)."),
     prune_epochs: int = typer.Option(2, help="Fine-tuning epochs after head pruning."),
     distill_epochs: int = typer.Option(2, help="Distillation epochs."),
+    student_layers: Optional[str] = typer.Option(None, help="Teacher layers the distilled student starts from, comma-separated in increasing order (default 0,2,4,5 for a six-layer teacher; docs/model-server.md)."),
     seed: int = typer.Option(0, help="Seed of every random choice."),
 ) -> None:
     """Build the variants into OUT/<recipe>/ (each with variant.json)."""
@@ -50,7 +51,7 @@ def build(
     import torch
 
     from .model_files import minilm_dir
-    from .variant_build import BuildContext, BuildSettings, build_variants, git_commit
+    from .variant_build import BuildContext, BuildSettings, build_variants, git_commit, parse_student_layers
     from .variant_text import EVAL_SOURCE, TRAIN_SOURCE, eval_sentences, training_sentences
 
     if threads:
@@ -61,10 +62,13 @@ def build(
         teacher_dir = minilm_dir() if model in MINILM_ALIASES else Path(model)
         if not (teacher_dir / "config.json").is_file() or not (teacher_dir / "tokenizer.json").is_file():
             raise ValueError(f"--model {model!r}: expected 'minilm' or a directory with config.json and tokenizer.json")
+        depth = int(json.loads((teacher_dir / "config.json").read_text()).get("num_hidden_layers", 0))
+        # the default is checked too: it is MiniLM's, and another teacher may be shallower
+        layers = parse_student_layers(student_layers or ",".join(map(str, BuildSettings.student_layers)), depth)
         texts = training_sentences(train_sentences or None)
     except ValueError as exc:
         _fail(str(exc))
-    settings = BuildSettings(prune_epochs=prune_epochs, distill_epochs=distill_epochs, seed=seed)
+    settings = BuildSettings(prune_epochs=prune_epochs, distill_epochs=distill_epochs, seed=seed, student_layers=layers)
     ctx = BuildContext(teacher_dir=teacher_dir, teacher_name="minilm" if model in MINILM_ALIASES else model, settings=settings,
                        train_texts=texts, eval_texts=eval_sentences(), train_source=TRAIN_SOURCE, eval_source=EVAL_SOURCE,
                        threads=threads, commit=git_commit())

@@ -7,7 +7,7 @@ project's CPU and carried to the GPU profiles: everything that uses them
 says so (`LABEL`).
 
 A pool-B variant is a model served at pool B's precision, int8: `int8` is the
-teacher at int8, `distilled-int8` the 3-layer student at int8. Its service
+teacher at int8, `distilled-int8` the 4-layer student at int8. Its service
 time on a GPU profile, relative to A's fp16, is the profiles' own int8 factor
 (TensorRT's, `precision.INT8_OVER_FP16`) times the student's model-compute
 time relative to the teacher's (both fp32 on the CPU: the layer count's

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from forescale_server.variant_build import build_one, build_variants, parse_recipes
+from forescale_server.variant_build import build_one, build_variants, parse_recipes, parse_student_layers
 from forescale_server.variant_manifest import MANIFEST, RECIPES, read_manifest
 
 from .variant_fixtures import tiny_context, tiny_teacher
@@ -75,6 +75,20 @@ def test_parse_recipes(text, expected):
 def test_unknown_recipes_are_refused(text):
     with pytest.raises(ValueError, match="unknown recipe"):
         parse_recipes(text)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("0,2,4,5", (0, 2, 4, 5)), (" 5 ", (5,)), ("0, 1", (0, 1)),
+    ("", "comma list"), ("0,,5", "comma list"), ("0,two", "two is not a layer index"),
+    ("0,6", "layers 0 to 5, not 6"), ("-1,2", "not -1"), ("2,2", "each layer once"), ("4,2", "in increasing order"),
+])
+def test_student_layers(text, expected):
+    if isinstance(expected, tuple):
+        assert parse_student_layers(text, 6) == expected
+    else:
+        with pytest.raises(ValueError, match=expected) as err:
+            parse_student_layers(text, 6)
+        assert "--student-layers" in str(err.value)
 
 
 def test_pruned_variant_has_fewer_parameters(built):
