@@ -71,14 +71,21 @@ def teacher_targets(teacher: nn.Module, batches: list[Batch]) -> list[torch.Tens
 
 
 def train_to_teacher(model: nn.Module, batches: list[Batch], targets: list[torch.Tensor], epochs: int, lr: float, seed: int = 0) -> list[float]:
-    """AdamW on `distance_loss`, batches shuffled per epoch (seeded). Returns the mean loss of each epoch."""
+    """AdamW on `distance_loss`, batches shuffled per epoch (seeded), without dropout. Returns the mean
+    loss of each epoch.
+
+    Without dropout: the targets are the teacher's embeddings, the same every time, so there is no label
+    noise for dropout to guard against, and it only blurs the fit. Measured on the first 8,000 training
+    sentences, one epoch at lr 5e-4, the four-layer student (held-out Spearman): 0.908 with dropout, 0.920
+    without. (Freezing the token embeddings as well gave 0.920 at 5e-4 and 0.922 against 0.923 at 3e-4:
+    within noise, so they train.)"""
     torch.manual_seed(seed)
     rng = random.Random(seed)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
     steps = max(1, epochs * len(batches))
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: max(0.0, 1.0 - s / steps))
-    model.train()
+    model.eval()  # no dropout (above); gradients flow all the same
     history = []
     order = list(range(len(batches)))
     for epoch in range(epochs):
@@ -95,7 +102,6 @@ def train_to_teacher(model: nn.Module, batches: list[Batch], targets: list[torch
             total += loss.item()
         history.append(total / len(batches))
         log.info("epoch %d/%d: mean loss %.5f (%.0f s)", epoch + 1, epochs, history[-1], time.perf_counter() - started)
-    model.eval()
     return history
 
 

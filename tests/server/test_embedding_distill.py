@@ -36,8 +36,7 @@ def test_student_layers_are_copies_of_the_chosen_teacher_layers(teacher_dir, lay
         assert all(torch.equal(a[k], b[k]) for k in b)
 
 
-def test_student_loss_falls(teacher_dir):
-    teacher, batches, targets = _teacher_and_batches(teacher_dir)
+def _pushed_student(teacher):
     student = student_from_teacher(teacher, [1])
     # a random tiny BERT maps every sentence to nearly the same vector, so a
     # copied layer starts almost at the teacher: push it away first
@@ -45,12 +44,27 @@ def test_student_loss_falls(teacher_dir):
     with torch.no_grad():
         for p in student.encoder.parameters():
             p.add_(torch.randn_like(p) * 0.5)
+    return student
+
+
+def test_student_loss_falls(teacher_dir):
+    teacher, batches, targets = _teacher_and_batches(teacher_dir)
+    student = _pushed_student(teacher)
     before = mean_distance(student, batches, targets)
     history = train_to_teacher(student, batches, targets, epochs=4, lr=1e-3, seed=0)
     after = mean_distance(student, batches, targets)
     assert before > 0
     assert history[-1] < history[0]
     assert after < before
+
+
+def test_training_runs_without_dropout(teacher_dir):
+    teacher, batches, targets = _teacher_and_batches(teacher_dir)
+    student = _pushed_student(teacher)
+    assert student.config.hidden_dropout_prob > 0
+    # at lr 0 nothing moves, so each training loss is the distance the model has: with dropout on it would not be
+    history = train_to_teacher(student, batches, targets, epochs=1, lr=0.0, seed=0)
+    assert history[0] == pytest.approx(mean_distance(student, batches, targets), rel=1e-6)
 
 
 def test_a_student_layer_outside_the_teacher_is_refused(teacher_dir):
