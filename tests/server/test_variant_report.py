@@ -8,7 +8,15 @@ import pytest
 
 from forescale_server.variant_build import build_variants
 from forescale_server.variant_manifest import MANIFEST
-from forescale_server.variant_report import QUALITY_TOLERANCE, ReportError, discover, measure_report, quality_warnings, render_table
+from forescale_server.variant_report import (
+    QUALITY_TOLERANCE,
+    ReportError,
+    discover,
+    measure_report,
+    quality_warnings,
+    render_table,
+    stage_means,
+)
 from forescale_profiles.variant_speed import speed_ratio
 from forescale_server.variant_speed import speed_record
 
@@ -58,6 +66,18 @@ def test_report_refuses_a_damaged_variant_naming_the_file(tiny_variants, tmp_pat
     with pytest.raises(ReportError, match="does not match the SHA-256") as err:
         discover(copy, teacher)
     assert str(copy / "fused" / "model.onnx") in str(err.value)
+
+
+@pytest.mark.parametrize("stage_time, latencies, expected", [
+    # two rounds of 4 requests: 0.8 s and 1.2 s of compute -> 250 ms each, not the last round's 300
+    ({"compute": [2.0, 8.0], "total": [2.2, 8.0]}, [0.3] * 8, {"compute": 250.0, "total": 275.0, "http_and_json": 25.0}),
+    ({"compute": [0.5, 1.0]}, [0.6], {"compute": 500.0}),  # no server total: no remainder to attribute
+    ({}, [], {}),
+])
+def test_stages_are_means_over_all_rounds(stage_time, latencies, expected):
+    got = stage_means(stage_time, latencies)
+    assert got.keys() == expected.keys()
+    assert all(got[k] == pytest.approx(v) for k, v in expected.items())
 
 
 def test_report_serves_every_variant_and_prints_the_design_keys(tiny_variants, tmp_path):
