@@ -70,7 +70,7 @@ class BuildSettings:
     #: (all sentences, two epochs): distilled-int8 Spearman 0.917 -> 0.938, mean cosine 0.940 -> 0.958, at
     #: 3.26x the fp32 teacher through the server at batch 32 beside the three layers' 3.88x, and 3.04-3.35x in
     #: two runs of bench.variants (docs/model-server.md, "A four-layer student"); trained without dropout
-    #: since (`train_to_teacher`), 0.957 and 0.970, at 3.22-3.68x. `--student-layers` picks others (another
+    #: since (`train_to_teacher`), 0.957 and 0.970, at 3.10-3.68x. `--student-layers` picks others (another
     #: teacher needs its own).
     student_layers: tuple[int, ...] = (0, 2, 4, 5)
     #: measured on the 69,373 sentences with the recipe before 6 December's (layers 1, 3, 5 at lr 2e-4): a
