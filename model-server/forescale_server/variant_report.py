@@ -187,7 +187,7 @@ def stage_means(stage_time: dict[str, list[float]], latencies: list[float]) -> d
     `http_and_json`: the client's mean latency less the server's total (where both are known)."""
     means = {k: 1000.0 * seconds / max(1.0, count) for k, (seconds, count) in stage_time.items()}
     if latencies and "total" in means:
-        means["http_and_json"] = 1000.0 * float(np.mean(latencies)) - means.get("total", 0.0)
+        means["http_and_json"] = 1000.0 * float(np.mean(latencies)) - means["total"]
     return means
 
 
@@ -226,10 +226,12 @@ def measure_report(directory: Path, teacher: str = "minilm", rounds: int = 3, th
                 s.b32 += lat
                 s.b32_rounds.append(32 * n_b32 / elapsed)
                 for k in STAGES:
-                    if k in after:
-                        total = s.stage_time.setdefault(k, [0.0, 0.0])
-                        total[0] += after[k][0] - before.get(k, (0, 0))[0]
-                        total[1] += after[k][1] - before.get(k, (0, 0))[1]
+                    if k not in after:
+                        continue
+                    seconds, count = before.get(k, (0.0, 0.0))
+                    total = s.stage_time.setdefault(k, [0.0, 0.0])
+                    total[0] += after[k][0] - seconds
+                    total[1] += after[k][1] - count
             say(f"round {r + 1}/{rounds} done")
     finally:
         for s in servers:
