@@ -49,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
+from forescale_devcluster.procs import free_port
 from forescale_operator.children import LABEL_DEPLOYMENT, LABEL_POOL
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -394,14 +395,6 @@ def wait_for(predicate, timeout: float, what: str, every: float = 2.0):
             return value
         time.sleep(every)
     raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}")
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def compare_sources(prom_url: str, names: list[tuple[str, str]]) -> dict:

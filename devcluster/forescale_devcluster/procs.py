@@ -25,15 +25,27 @@ import urllib.request
 _PR_SET_PDEATHSIG = 1
 
 
+#: Ports this process has handed out. The kernel picks port 0's port at random
+#: from the ephemeral range, so two calls a moment apart can return the same
+#: just-released port (an operator once got the same one for its metrics and
+#: its health endpoint); a port handed out once is never handed out again.
+_handed_out: set[int] = set()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """Return a TCP port that was free on `host` a moment ago.
+    """Return a TCP port that was free on `host` a moment ago and that this process has not handed out before.
 
     The port is released before it is returned, so another process may take it
     first; callers that start a server on it restart on failure.
     """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    for _ in range(64):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port = int(sock.getsockname()[1])
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+    raise OSError(f"no fresh free port on {host}: {len(_handed_out)} ports already handed out by this process")
 
 
 def _die_with_parent() -> None:

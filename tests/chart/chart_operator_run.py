@@ -12,7 +12,6 @@ probe, metrics port). Two scenes:
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from forescale_devcluster.procs import free_port
 
 from chart_fake_prometheus import start_fake_prometheus
 from chart_tools import REPO
@@ -46,12 +46,6 @@ class OperatorRun:
     log: str
     #: the Deployments, Services and routes left once the resource was deleted, by `plural/name`
     left: dict[str, dict]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait_for(predicate, timeout: float, what: str, log_path: Path | None = None) -> None:
@@ -95,9 +89,9 @@ def run_operator(apiserver, args: list[str], workdir: Path, scene: str, example:
                                        ready_deployments=True)
     prometheus = start_fake_prometheus(name) if scene == "incident" else None
     prometheus_url = (f"http://127.0.0.1:{prometheus.server_address[1]}" if prometheus
-                      else f"http://127.0.0.1:{_free_port()}")  # nothing listens there
+                      else f"http://127.0.0.1:{free_port()}")  # nothing listens there
     log_path = workdir / "operator.log"
-    metrics_port, health_port = _free_port(), _free_port()
+    metrics_port, health_port = free_port(), free_port()
     operator = None
     try:
         # Direct writes, not HTTP requests: not in the request log.

@@ -72,3 +72,11 @@ def test_free_port_is_bindable():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", port))
     assert 0 < port < 65536
+
+
+def test_free_port_never_hands_out_a_port_twice():
+    # The kernel picks from ~28,000 ephemeral ports at random, so 600 bare binds
+    # repeat one almost surely (birthday bound: 1 - exp(-600²/56,000) > 0.99);
+    # an operator once got one port for both its metrics and its health endpoint.
+    ports = [procs.free_port() for _ in range(600)]
+    assert len(set(ports)) == len(ports)

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from forescale_devcluster.apiserver import ApiServerHandle
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from forescale_devcluster.procs import free_port
 
 
 class OperatorProcess:

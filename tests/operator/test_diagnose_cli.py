@@ -7,13 +7,13 @@ import io
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
 
+from forescale_devcluster.procs import free_port
 from forescale_devcluster.prometheus_process import PrometheusProcess
 from forescale_operator.diagnose_cli import DiagnoseRequest, prometheus_url, run
 from forescale_operator.diagnosis.gather import Windows, queries
@@ -355,12 +355,6 @@ def _forescale(cluster, *args: str) -> subprocess.CompletedProcess:
                           env=env, timeout=120)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @needs_prometheus
 def test_forescale_diagnose_finds_the_request_mix_shift_in_a_real_prometheus(cluster_with_chat, incident_prometheus):
     url, end = incident_prometheus
@@ -390,7 +384,7 @@ def test_forescale_diagnose_of_an_unknown_resource_is_one_line_and_exit_2(cluste
 
 
 def test_forescale_diagnose_with_prometheus_down_prints_the_table_and_exits_0(cluster_with_chat):
-    port = _free_port()
+    port = free_port()
     result = _forescale(cluster_with_chat, "chat", "-n", "ml", "--prometheus-url", f"http://127.0.0.1:{port}")
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stdout + result.stderr and result.stderr == ""

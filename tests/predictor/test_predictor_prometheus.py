@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from forescale_devcluster.procs import free_port
 from forescale_predictor import LATENCY_MS, RATE, MetricsUnavailable
 from forescale_predictor.presets import get_preset
 from forescale_predictor.prometheus_source import PrometheusSource
@@ -33,12 +33,6 @@ pytestmark = pytest.mark.skipif(
 LABELS = 'namespace="ml",deployment="chat",pool="a",precision="fp16"'
 BUCKETS = (0.05, 0.1, 0.2, 0.5, 1.0)
 SHARES = (0.2, 0.6, 0.9, 0.99, 1.0)  # cumulative share of requests under each bucket
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def openmetrics(start: int, end: int, step: int = 15) -> str:

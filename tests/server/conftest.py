@@ -11,6 +11,7 @@ from typing import AsyncIterator
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from forescale_devcluster.procs import free_port
 from forescale_server.admin_token import AdminToken
 from forescale_server.backend import EMBEDDINGS, BatchResult
 from forescale_server.config import BatchingConfig, CacheConfig, Labels, ServerConfig
@@ -91,14 +92,6 @@ async def serving(backend, token: str | None = TOKEN, **overrides) -> AsyncItera
 @pytest.fixture
 def recording():
     return RecordingBackend()
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager

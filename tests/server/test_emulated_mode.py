@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import urllib.request
 
 import pytest
 
+from forescale_devcluster.procs import free_port
 from forescale_profiles.service_time import PROFILES
 from forescale_server.emulated_backend import EMULATED_AGREEMENT, make_emulated
 
@@ -53,14 +53,8 @@ def test_emulated_server_never_imports_torch():
     assert result == {"status": 200, "switch": 200, "emulated": True, "torch": False, "transformers": False}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_forescale_serve_emulated_starts_fast_and_says_so():
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, FORESCALE_DEPLOYMENT="chat", FORESCALE_POOL="a", FORESCALE_PRECISION="fp16")
     started = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "forescale_cli.main", "serve", "--emulate-gpu", "demo", "--port", str(port)],

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from dataclasses import dataclass
 
 import pytest
 
 from stress_server import start_fake_server
+from forescale_devcluster import procs
 
 # The in-process tool and the fake server share these two cores with others.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -32,12 +32,10 @@ def admin_server(tmp_path):
     server.stop()
 
 
-@pytest.fixture
-def free_port() -> int:
+@pytest.fixture(name="free_port")
+def free_port_fixture() -> int:
     """A local port with nothing listening on it."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return procs.free_port()
 
 
 @dataclass
