@@ -7,7 +7,11 @@
   reserve and the overload shift take it). Without a forecast, the observed
   rate alone. The band covers a step's mean rate; the SLO is judged on
   shorter windows, whose counts add Poisson noise: `window_margin` adds it at
-  the band's own quantile.
+  the band's own quantile. Poisson's, not the traffic's measured dispersion
+  (ServeGen's 10 s counts have a Fano factor near 100): the band is calibrated
+  on the ticks' rates and already holds most of that noise, and counted twice
+  it cost 21 of the frontier's 432 goals for +4.1% GPU-hours (docs/frontier.md,
+  "The violation goal and the traffic's own noise").
 - Pool A carries its share of the larger of the observed rate and
   `(1 - warmReservePercent)` of the upper band: B's ready reserve is A's
   headroom (an overload shift moves the excess to it at once), not an extra.
