@@ -232,3 +232,47 @@ def test_bad_pool_b_options_are_named(argv, words):
     with pytest.raises(SystemExit) as exc:
         frontier.parse_args(argv)
     assert words in str(exc.value)
+
+
+# -- the violation goal beside the same seed without the incident -------------------------------------
+
+def _case_row(incident: bool, gpu: float, viol: float, V: float, met: bool, peers: list[tuple[float, float]]) -> dict:
+    return {"trace": "mooncake", "scale": 10.0, "seed": 0, "incident": incident, "variant": "lstm/reserve default",
+            "forescale": {"gpu_hours": gpu, "violation_seconds": viol}, "V": V,
+            "goals": {"violation": {"met": met}} if incident else {"gpu@10": {"met": True}},
+            "misses": {} if met or not incident else {"violation": "2 episode(s)"},
+            "peer_points": [{"policy": "hpa", "utilization": u, "gpu_hours": g, "violation_seconds": v}
+                            for u, (g, v) in zip((0.6, 0.7, 0.8), peers)]}
+
+
+QUIET_PEERS = [(23.6, 30.0), (20.7, 130.0), (17.7, 320.0)]
+
+
+@pytest.mark.parametrize("quiet_viol, peers, words, counts", [
+    # Forescale's own incident-free seconds (290) already over the goal's 0.25 x 460 = 115, and the best
+    # peer without the incident at 22.5 GPU-h (HPA at U 0.7: 130 s) over it too
+    (290.0, QUIET_PEERS, "the same seed spent 290 s (already over the goal's 115.0), and the peers' fewest without it "
+     "at 22.500 GPU-h 130 s", {"misses": 1, "over_without_incident": 1, "peers_over_without_incident": 1}),
+    # the peers' curve without the incident cheaper in violations: 30 s at 23.6 is out of reach at 22.5,
+    # but a curve whose U 0.7 point holds 100 s is within 115
+    (290.0, [(23.6, 30.0), (20.7, 100.0), (17.7, 320.0)], "and the peers' fewest without it at 22.500 GPU-h 100 s",
+     {"misses": 1, "over_without_incident": 1, "peers_over_without_incident": 0}),
+    # within the share without the incident: the miss is the incident's own
+    (80.0, QUIET_PEERS, "spent 80 s (within the goal's 115.0)",
+     {"misses": 1, "over_without_incident": 0, "peers_over_without_incident": 0}),
+])
+def test_a_violation_miss_is_set_beside_the_same_seed_without_the_incident(quiet_viol, peers, words, counts):
+    rows = [_case_row(True, 22.5, 300.0, 460.0, False, QUIET_PEERS), _case_row(False, 20.4, quiet_viol, 0.0, True, peers)]
+    frontier.set_incident_free(rows)
+    assert words in rows[0]["misses"]["violation"]
+    assert rows[0]["incident_free"]["violation_seconds"] == quiet_viol
+    assert frontier.violation_floor(rows) == {"lstm/reserve default": counts}
+
+
+def test_a_met_violation_goal_or_a_missing_twin_is_not_counted():
+    met = [_case_row(True, 22.5, 100.0, 460.0, True, QUIET_PEERS), _case_row(False, 20.4, 290.0, 0.0, True, QUIET_PEERS)]
+    frontier.set_incident_free(met)
+    assert "incident_free" in met[0] and frontier.violation_floor(met) == {}
+    alone = [_case_row(True, 22.5, 300.0, 460.0, False, QUIET_PEERS)]  # --peers-from ran the incident case only
+    frontier.set_incident_free(alone)
+    assert alone[0]["misses"]["violation"] == "2 episode(s)" and frontier.violation_floor(alone) == {}
