@@ -173,6 +173,27 @@ def test_the_capacity_never_goes_past_the_evidence():
     assert model.proven_rps == pytest.approx(20.0, rel=0.05)
 
 
+@pytest.mark.parametrize("queue, learned", [
+    (None, True),     # no queue metric: the sample as read
+    (0.0, True),
+    (48.0, True),     # Little's law at 480 rps and 100 ms: 48 in the system
+    (49.0, False),    # more waiting than that: the requests in the queue have not finished yet
+    (300.0, False),   # an overload's onset: the queue filled, the latency read is of before
+])
+def test_a_tick_whose_queue_is_past_littles_law_is_no_sample(tick, queue, learned):
+    """At an overload's onset the latency read is of the requests that finished, not of those the
+    queue holds: 60 rps per pod at 100 ms would raise the proven rate and the capacity past the
+    load test for good. A sample needs no more waiting than rate x latency."""
+    s = Scenario(tick)
+    s.warm()
+    before = s.state.learned.models["a"]
+    d = s.at(100.0, rate=480.0, a_extra={"queue_depth": queue})
+    after = s.state.learned.models["a"]
+    assert after.samples == before.samples + learned
+    assert d.models["a"]["provenRps"] == pytest.approx(60.0 if learned else before.proven_rps)
+    assert (d.capacity_rps["a"] > 50.0) is learned
+
+
 @pytest.mark.parametrize("speed, health, bound", [
     (1.0 / 0.6, 1.0, "linear"),   # int8 on healthy pods: the load test's 50 rps / 0.6 = 83, not the curve's 94
     (2.0, 1.0, "linear"),
