@@ -15,6 +15,10 @@ Families (rates in requests per second, durations in seconds):
   cycle compressed into the replay.
 - `spikes`: a steady base with short isolated spikes of 3-5x (the "sales
   peak" of seconds, which no forecast at a 15 s step can see coming).
+- `step`: a steady `mean` that climbs to `peak` within a minute, at a seeded
+  time in the trace's second third, holds there for a quarter of the trace
+  and falls back within a minute: a sales peak of minutes, faster than a pod
+  starts and longer than B's reserve can carry alone.
 
 Token counts: inputs log-normal around 1,500 tokens (code completion sends
 long contexts), outputs around 30; both clipped to what the decoder profile
@@ -31,8 +35,10 @@ import numpy as np
 
 from .errors import SimError
 
-FAMILIES = ("bursty", "ramp", "drift", "spikes")
+FAMILIES = ("bursty", "ramp", "drift", "spikes", "step")
 EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
+#: how long the step family takes to climb and to fall: a minute, shorter than a pod's start-up
+STEP_EDGE_SECONDS = 60
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,10 @@ def rate_profile(shape: Shape) -> np.ndarray:
         base = shape.mean + amp * (1 - np.cos(2 * np.pi * t / n))
         noise = rng.normal(0.0, 0.1, n // 60 + 1).repeat(60)[:n]
         return np.maximum(0.0, base * (1.0 + noise))
+    if shape.family == "step":
+        start = n // 3 + int(rng.integers(0, n // 3 - STEP_EDGE_SECONDS))
+        edge = np.clip((t - start) / STEP_EDGE_SECONDS, 0.0, 1.0) - np.clip((t - start - n // 4) / STEP_EDGE_SECONDS, 0.0, 1.0)
+        return shape.mean + (shape.peak - shape.mean) * edge
     rate = np.full(n, shape.mean)
     for start in rng.integers(120, n - 60, size=max(1, n // 600)):
         rate[start:start + int(rng.integers(10, 40))] = shape.mean * rng.uniform(3.0, 5.0)
