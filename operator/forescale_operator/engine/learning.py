@@ -31,7 +31,7 @@ from forescale_operator.spec import InferenceSpec
 
 from .latency_model import PoolModel
 from .pod_clock import PodClock
-from .types import EngineParams, Event, Observations
+from .types import EngineParams, Event, Observations, PoolObservation
 
 
 def learn(
@@ -67,7 +67,7 @@ def learn(
     return out
 
 
-def _steady(o, params: EngineParams) -> bool:
+def _steady(o: PoolObservation, params: EngineParams) -> bool:
     """The tick's latency is the pods' at its load: no more requests waiting than Little's law puts in
     the system at that load and latency (rate x the quantile's latency, more than the mean's).
 
