@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .baseline_forecaster import BaselineForecaster
+from .conformal import WINDOW as CONFORMAL_WINDOW
 from .conformal import AdaptiveConformal
 from .errors import SeriesError
 from .forecast_types import TARGETS, Forecast, History
@@ -46,7 +47,7 @@ class OnlineForecaster:
     """See the module docstring; `primary` is an LSTMForecaster (anything with the same attributes works)."""
 
     def __init__(self, primary: Any, *, baseline: str = "ewm", coverage: float = 0.8, gamma: float = 0.02,
-                 window: int = 300, selection_window: int = 480, margin: float = 0.05, min_scores: int = 20) -> None:
+                 window: int = CONFORMAL_WINDOW, selection_window: int = 480, margin: float = 0.05, min_scores: int = 20) -> None:
         self.primary = primary
         self.name = getattr(primary, "name", "lstm")
         self.step_seconds = float(primary.step_seconds)
