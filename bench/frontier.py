@@ -394,11 +394,10 @@ def set_incident_free(rows: list[dict]) -> None:
         if quiet is None:
             continue
         v_quiet = quiet["forescale"]["violation_seconds"]
-        points = [PeerPoint(p["policy"], p["utilization"], p["gpu_hours"], p["violation_seconds"]) for p in quiet["peer_points"]]
-        peers_quiet = peer_violations_at_cost(points, row["forescale"]["gpu_hours"])
-        row["incident_free"] = {"violation_seconds": v_quiet, "peers_V": peers_quiet}
+        peers_quiet = peer_violations_at_cost([PeerPoint(**p) for p in quiet["peer_points"]], row["forescale"]["gpu_hours"])
+        allowed = GOAL_VIOLATION_SHARE * row["V"]
+        row["incident_free"] = {"violation_seconds": v_quiet, "peers_V": peers_quiet, "allowed": allowed}
         if "violation" in row["misses"]:
-            allowed = GOAL_VIOLATION_SHARE * row["V"]
             row["misses"]["violation"] += (
                 f"; without the incident the same seed spent {v_quiet:.0f} s "
                 f"({'already over' if v_quiet > allowed else 'within'} the goal's {allowed:.1f}), and the peers' fewest "
@@ -413,13 +412,12 @@ def violation_floor(rows: list[dict]) -> dict:
         missed = row["incident"] and not row["goals"]["violation"]["met"]
         if not missed or "incident_free" not in row:
             continue
-        allowed = GOAL_VIOLATION_SHARE * row["V"]
         free = row["incident_free"]
         counts = out.setdefault(row["variant"], {"misses": 0, "over_without_incident": 0, "peers_over_without_incident": 0})
         counts["misses"] += 1
-        if free["violation_seconds"] > allowed:
+        if free["violation_seconds"] > free["allowed"]:
             counts["over_without_incident"] += 1
-            counts["peers_over_without_incident"] += free["peers_V"] > allowed
+            counts["peers_over_without_incident"] += free["peers_V"] > free["allowed"]
     return out
 
 
