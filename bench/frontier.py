@@ -34,10 +34,12 @@ curve; `--reserve` sets the spec's `warmReservePercent` (default: the spec's
 own, 20); `--b-variant` pool B's model (docs/replay.md; the peers never use
 B). `--min-agreement` sets Forescale's `emergency.minAgreement` in every
 replay: a lighter B whose measured agreement is under it gets no traffic.
-`--forecaster` defaults to `lstm,ewm,last`: the forecaster ablation, which
+`--forecaster` defaults to `lstm,ewm,last,clairvoyant`: the forecaster ablation, which
 prints, per dev trace, the LSTM's GPU-hours and violation seconds against the
 better baseline's (goal: <= 0.9x the violation seconds at equal GPU-hours, or
-<= 0.95x the GPU-hours at equal violation seconds, on 3 of the 4 dev traces).
+<= 0.95x the GPU-hours at equal violation seconds, on 3 of the 4 dev traces),
+and the same for a forecaster that reads the trace's arrivals ahead
+(forescale_sim/clairvoyant.py): the most any rate forecast buys through this engine.
 `--peers-from` takes the peers' curves and the oracle from an earlier run's `--json` (they do not
 depend on the engine) and replays only Forescale's configurations for the cases it holds: seeds 0-2
 in about a minute instead of half an hour, for comparing a change of the engine side by side.
@@ -89,6 +91,9 @@ GOAL_VIOLATION_SHARE = 0.25
 ABLATION_BASELINES = ("ewm", "last")
 GAIN_VIOLATION = 0.9
 GAIN_GPU = 0.95
+#: the forecaster that reads the trace ahead (forescale_sim.clairvoyant): where it ran, the ablation
+#: places it too, as the most any rate forecast buys through this engine (`--forecaster ...,clairvoyant`)
+CEILING = "clairvoyant"
 #: "equal" GPU-hours: within 1% (a pod-hour in a hundred; the baselines' own sums differ by more
 #: where their decisions differ at all)
 EQUAL_GPU = 1.01
@@ -464,8 +469,9 @@ def forecaster_gain(rows: list[dict], main_forecaster: str = "lstm") -> list[dic
         v_ratio = v / bv if bv > 0 else (1.0 if v == 0 else float("inf"))
         g_ratio = g / bg if bg > 0 else float("inf")
         direct_met = (v_ratio <= GAIN_VIOLATION and g_ratio <= EQUAL_GPU) or (g_ratio <= GAIN_GPU and v <= bv)
+        ceiling = [CEILING] if CEILING in by and main_forecaster != CEILING else []
         placed = {f: {"violation_to_curve": _ratio(by[f][1], by[f][2]), "gpu_to_curve": _ratio(by[f][0], by[f][3])}
-                  for f in [main_forecaster, *bases]}
+                  for f in [main_forecaster, *bases, *ceiling]}
         mine = placed[main_forecaster]
         v_base = min(bases, key=lambda f: placed[f]["violation_to_curve"])
         g_base = min(bases, key=lambda f: placed[f]["gpu_to_curve"])
@@ -476,7 +482,14 @@ def forecaster_gain(rows: list[dict], main_forecaster: str = "lstm") -> list[dic
                     "better_baseline": base, "violation_ratio": v_ratio, "gpu_ratio": g_ratio, "direct_met": bool(direct_met),
                     "placed": placed, "placed_violation_ratio": placed_v, "placed_violation_baseline": v_base,
                     "placed_gpu_ratio": placed_g, "placed_gpu_baseline": g_base,
-                    "met": bool(placed_v <= GAIN_VIOLATION or placed_g <= GAIN_GPU)})
+                    "met": bool(placed_v <= GAIN_VIOLATION or placed_g <= GAIN_GPU),
+                    # the clairvoyant forecaster against the same baselines, placed the same way: the gain
+                    # a perfect rate forecast would show (None where it did not run)
+                    "ceiling": ({"gpu_hours": by[CEILING][0], "violation_seconds": by[CEILING][1],
+                                 "placed_violation_ratio": _ratio(placed[CEILING]["violation_to_curve"],
+                                                                  placed[v_base]["violation_to_curve"]),
+                                 "placed_gpu_ratio": _ratio(placed[CEILING]["gpu_to_curve"], placed[g_base]["gpu_to_curve"])}
+                                if ceiling else None)})
     return out
 
 
@@ -505,9 +518,21 @@ def print_gain(gains: list[dict], main_forecaster: str = "lstm") -> None:
               f"{'met' if g['met'] else 'MISSED'}\n"
               f"    unplaced, vs {g['better_baseline']}: violation {g['violation_ratio']:.2f}x, GPU-h {g['gpu_ratio']:.3f}x "
               f"({'met' if g['direct_met'] else 'missed'} with equal GPU-h = within {EQUAL_GPU - 1:.0%})")
+        c = g.get("ceiling")
+        if c:
+            print(f"    ceiling, {CEILING} {c['gpu_hours']:.2f} GPU-h/{c['violation_seconds']:.0f} s: "
+                  f"{c['placed_violation_ratio']:.2f}x {g['placed_violation_baseline']}'s violation s at equal GPU-h, "
+                  f"{c['placed_gpu_ratio']:.3f}x {g['placed_gpu_baseline']}'s GPU-h at equal violation s "
+                  f"({'within' if c['placed_violation_ratio'] <= GAIN_VIOLATION or c['placed_gpu_ratio'] <= GAIN_GPU else 'outside'} "
+                  f"the goal's reach)")
     met = sum(g["met"] for g in gains)
     print(f"  <= {GAIN_VIOLATION} x violation s at equal GPU-h, or <= {GAIN_GPU} x GPU-h at equal violation s, placed "
           f"against the peers' curve: met on {met} of {len(gains)} (goal: 3 of 4 dev traces)")
+    ceilings = [g["ceiling"] for g in gains if g.get("ceiling")]
+    if ceilings:
+        reach = sum(c["placed_violation_ratio"] <= GAIN_VIOLATION or c["placed_gpu_ratio"] <= GAIN_GPU for c in ceilings)
+        print(f"  {CEILING}, the trace's own arrivals as the forecast, would meet it on {reach} of {len(ceilings)}: "
+              f"where it does not, knowing the rate exactly is not enough and the engine's other parts set the cost")
 
 
 # ---------------------------------------------------------------- printing
@@ -627,9 +652,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seeds", default=None, help="comma list (default 0,1,2)")
     p.add_argument("--traces", default=None, help=f"comma list of {', '.join(ALL_TRACES)}")
     p.add_argument("--scales", default=None, help="comma list of load scales (default 1,10)")
-    p.add_argument("--forecaster", default="lstm,ewm,last",
-                   help="comma list: lstm, ewm, last, ... (the first is the main configuration; "
-                        "with ewm or last beside lstm, the ablation is printed)")
+    p.add_argument("--forecaster", default=f"lstm,ewm,last,{CEILING}",
+                   help="comma list: lstm, ewm, last, clairvoyant, ... (the first is the main configuration; "
+                        "with ewm or last beside lstm, the ablation is printed; clairvoyant is its ceiling)")
     p.add_argument("--reserve", default=None, help="comma list of warmReservePercent values, e.g. 0,20")
     p.add_argument("--b-variant", default=None,
                    help=f"comma list of pool B's models: {', '.join(POOL_B_VARIANTS)} (default {DEFAULT_B_VARIANT}; docs/replay.md)")

@@ -95,9 +95,18 @@ class ReplayResult:
         }
 
 
-def _forecaster_factory(name: str, progress) -> tuple[Callable, str]:
+def _forecaster_factory(name: str, progress, per_second: np.ndarray) -> tuple[Callable, str]:
+    """`per_second`: the trace's arrivals per second, which only the clairvoyant forecaster reads."""
     from forescale_predictor import BASELINE_NAMES, ModelFormatError, load_forecaster, make_baseline
 
+    from .clairvoyant import NAME as CLAIRVOYANT
+    from .clairvoyant import ClairvoyantForecaster
+    from .policies.forescale import EPOCH0
+
+    if name == CLAIRVOYANT:
+        return (lambda step, horizon: ClairvoyantForecaster(per_second, epoch0=EPOCH0, step_seconds=step,
+                                                            horizon_seconds=horizon)), \
+            "clairvoyant (the trace's own arrivals ahead; ewm latency)"
     if name == "lstm":
         try:
             model = load_forecaster(None)
@@ -114,7 +123,7 @@ def _forecaster_factory(name: str, progress) -> tuple[Callable, str]:
             progress(f"warning: {exc}; the forescale policy falls back to the ewm baseline")
             name = "ewm"
     if name not in BASELINE_NAMES:
-        raise SimError(f"unknown forecaster {name!r}; choose lstm or one of {', '.join(BASELINE_NAMES)}")
+        raise SimError(f"unknown forecaster {name!r}; choose lstm, {CLAIRVOYANT} or one of {', '.join(BASELINE_NAMES)}")
     return (lambda step, horizon: make_baseline(name, step_seconds=step, horizon_seconds=horizon)), f"baseline {name}"
 
 
@@ -188,7 +197,7 @@ def run_replay(opts: ReplayOptions) -> ReplayResult:
     window_rates, peak = _window_rates(trace, ticks)
     forecaster_factory, forecaster_label = (None, "none")
     if "forescale" in opts.policies:
-        forecaster_factory, forecaster_label = _forecaster_factory(opts.forecaster, opts.progress)
+        forecaster_factory, forecaster_label = _forecaster_factory(opts.forecaster, opts.progress, _per_second(trace, ticks))
     ctx = PolicyContext(cal, window_rates, peak, incidents, opts.startup_seconds, opts.max_replicas,
                         slo_ms, opts.quantile, variant_b, forecaster_factory, opts.spec_overrides,
                         opts.spec_sets)

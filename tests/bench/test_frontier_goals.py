@@ -118,6 +118,26 @@ def test_the_ablation_places_each_forecaster_against_the_peers_curve(lstm, ewm, 
     assert gain["met"] is met
 
 
+@pytest.mark.parametrize("clair, v_ratio, g_ratio", [
+    (None, None, None),                        # not run: no ceiling
+    ((10.0, 50.0, 100.0, 12.0), 0.5, 10 / 12),  # half the violations at the same cost: the goal is within reach
+    ((10.0, 100.0, 100.0, 10.0), 1.0, 1.0),     # the same point as the better baseline: no forecast could buy more
+])
+def test_the_clairvoyant_forecaster_is_placed_as_the_ceiling(clair, v_ratio, g_ratio):
+    from bench.frontier import forecaster_gain
+
+    runs = {"lstm": (10.0, 90.0, 100.0, 10.0), "ewm": (10.0, 100.0, 100.0, 10.0), "last": (10.0, 120.0, 100.0, 9.5)}
+    if clair:
+        runs["clairvoyant"] = clair
+    (gain,) = forecaster_gain([_row("mooncake", f, g, v, V=V, G=G) for f, (g, v, V, G) in runs.items()])
+    ceiling = gain["ceiling"]
+    if clair is None:
+        assert ceiling is None and "clairvoyant" not in gain["placed"]
+    else:
+        assert (ceiling["placed_violation_ratio"], ceiling["placed_gpu_ratio"]) == pytest.approx((v_ratio, g_ratio))
+        assert gain["better_baseline"] == "ewm"  # the ceiling is no baseline
+
+
 @pytest.mark.parametrize("a, b, ratio", [(0.0, 0.0, 1.0), (5.0, 0.0, math.inf), (3.0, 6.0, 0.5), (math.nan, 1.0, math.nan)])
 def test_a_placement_ratio_at_the_curves_floor(a: float, b: float, ratio: float) -> None:
     from bench.frontier import _ratio
