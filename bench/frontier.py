@@ -24,7 +24,7 @@ from $FORESCALE_TRACES, plus traffic of our own making
 seed, written as Azure CSV). Replays run in `--jobs` processes (default 2).
 
     .venv/bin/python -m bench.frontier [--quick] [--seeds 0,1,2] [--traces azure-conv,synth-bursty]
-        [--scales 1,10] [--synthetic-scaled] [--forecaster lstm[,ewm,last]] [--reserve 0,20] [--jobs 2]
+        [--scales 1,10] [--synthetic-scaled] [--forecaster lstm[,ewm,last,clairvoyant]] [--reserve 0,20] [--jobs 2]
         [--b-variant int8[,distilled-int8]] [--min-agreement 0.9] [--peers-from EARLIER.json] [--json]
 
 `--quick`: seed 0, load scale 1, Azure conv and the bursty synthetic trace.
