@@ -27,7 +27,10 @@ run in one replay. Goals (the frontier's, those that need no peer curve):
 Beside them, Forescale's GPU-hours and violation seconds against the HPA's, as ratios. Every
 figure is printed, met or not; the benchmark exits 0 once it ran.
 
-    .venv/bin/python -m bench.unseen_traffic [--jobs 2] [--json]
+    .venv/bin/python -m bench.unseen_traffic [--jobs 2] [--forecaster lstm] [--json]
+
+`--forecaster` feeds Forescale's engine another forecaster (a baseline, or `clairvoyant`, which
+reads each trace's arrivals ahead: how much a perfect rate forecast would change these figures).
 """
 
 from __future__ import annotations
@@ -39,9 +42,12 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from bench.frontier import DEV_TRACES, TRACES, curve_free_goals
+from forescale_predictor import BASELINE_NAMES
+from forescale_sim.clairvoyant import NAME as CLAIRVOYANT
 
 #: (family, mean, peak) of the synthetic cases; see the module docstring for why each
 SHAPES = (("bursty", 0.5, 10.0), ("bursty", 10.0, 150.0), ("bursty", 2.5, 40.0), ("ramp", 1.0, 100.0),
@@ -94,13 +100,13 @@ def evaluate(forescale: dict, oracle: dict, incident: bool = False) -> dict[str,
     return {name: {"met": bool(met), "check": check} for name, (met, check) in goals.items()}
 
 
-def replay(case: Case) -> dict:
+def replay(case: Case, forecaster: str = "lstm") -> dict:
     """One case's replay (in a worker process): each policy's figures as plain data."""
     from forescale_sim.session import ReplayOptions, run_replay
 
     result = run_replay(ReplayOptions(trace=case.path, fmt=case.fmt, policies=list(POLICIES),
                                       incidents=None if case.incident else "none", seed=case.seed,
-                                      load_scale=case.scale, progress=lambda message: None))
+                                      load_scale=case.scale, forecaster=forecaster, progress=lambda message: None))
     out = {}
     for name, run in result.runs.items():
         events = run.to_dict().get("events") or {}
@@ -117,22 +123,28 @@ def _ratio(a: float, b: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2, help="replays in parallel processes (default 2)")
+    parser.add_argument("--forecaster", default="lstm",
+                        help="what feeds Forescale's engine: lstm (default), a baseline, or clairvoyant")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of the table")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         print(f"--jobs must be at least 1, got {args.jobs}", file=sys.stderr)
         return 2
+    known = ("lstm", CLAIRVOYANT, *BASELINE_NAMES)
+    if args.forecaster not in known:
+        print(f"--forecaster must be one of {', '.join(known)}, got {args.forecaster!r}", file=sys.stderr)
+        return 2
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         cases = plan(Path(tmp))
         with ProcessPoolExecutor(args.jobs) as pool:
-            runs = list(pool.map(replay, cases))
+            runs = list(pool.map(partial(replay, forecaster=args.forecaster), cases))
     rows = []
     for case, run in zip(cases, runs):
         rows.append({"trace": case.label, "scale": case.scale, "seed": case.seed, "incident": case.incident, **run,
                      "goals": evaluate(run["forescale"], run["oracle"], case.incident)})
     if args.json:
-        print(json.dumps({"cases": rows, "seconds": round(time.monotonic() - started, 1)}, indent=1))
+        print(json.dumps({"forecaster": args.forecaster, "cases": rows, "seconds": round(time.monotonic() - started, 1)}, indent=1))
         return 0
     print(f"{'trace':34s} {'x':>4s} {'seed':>4s} {'inc':>4s} | {'Forescale GPU-h / viol s':>24s} | {'HPA@0.7':>16s} | "
           f"{'GPU, viol vs HPA':>16s} | peak A / oracle | emergencies | MTTR s")

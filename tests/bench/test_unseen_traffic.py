@@ -49,6 +49,10 @@ def test_the_cases_lie_outside_the_frontier(tmp_path: Path) -> None:
     assert {(c.label, c.scale) for c in cases} >= scaled
 
 
-def test_bad_jobs_is_named(capsys: pytest.CaptureFixture[str]) -> None:
-    assert unseen_traffic.main(["--jobs", "0"]) == 2
-    assert "--jobs must be at least 1, got 0" in capsys.readouterr().err
+@pytest.mark.parametrize("args, words", [
+    (["--jobs", "0"], "--jobs must be at least 1, got 0"),
+    (["--forecaster", "prophet"], "--forecaster must be one of lstm, clairvoyant, last"),
+])
+def test_bad_flags_are_named(capsys: pytest.CaptureFixture[str], args: list[str], words: str) -> None:
+    assert unseen_traffic.main(args) == 2
+    assert words in capsys.readouterr().err
