@@ -118,12 +118,13 @@ def test_the_ablation_places_each_forecaster_against_the_peers_curve(lstm, ewm, 
     assert gain["met"] is met
 
 
-@pytest.mark.parametrize("clair, v_ratio, g_ratio", [
-    (None, None, None),                        # not run: no ceiling
-    ((10.0, 50.0, 100.0, 12.0), 0.5, 10 / 12),  # half the violations at the same cost: the goal is within reach
-    ((10.0, 100.0, 100.0, 10.0), 1.0, 1.0),     # the same point as the better baseline: no forecast could buy more
+@pytest.mark.parametrize("clair, v_ratio, g_ratio, reach", [
+    (None, None, None, None),                         # not run: no ceiling
+    ((10.0, 50.0, 100.0, 12.0), 0.5, 10 / 12, True),  # half the violations at the same cost: the goal is within reach
+    ((10.0, 100.0, 100.0, 10.0), 1.0, 1.0, False),    # the same point as the better baseline
+    ((10.0, 100.0, 100.0, 10.6), 1.0, 10 / 10.6, True),  # the same violations for 0.943x the curve's GPU-h
 ])
-def test_the_clairvoyant_forecaster_is_placed_as_the_ceiling(clair, v_ratio, g_ratio):
+def test_the_clairvoyant_forecaster_is_placed_as_the_ceiling(clair, v_ratio, g_ratio, reach):
     from bench.frontier import forecaster_gain
 
     runs = {"lstm": (10.0, 90.0, 100.0, 10.0), "ewm": (10.0, 100.0, 100.0, 10.0), "last": (10.0, 120.0, 100.0, 9.5)}
@@ -135,6 +136,7 @@ def test_the_clairvoyant_forecaster_is_placed_as_the_ceiling(clair, v_ratio, g_r
         assert ceiling is None and "clairvoyant" not in gain["placed"]
     else:
         assert (ceiling["placed_violation_ratio"], ceiling["placed_gpu_ratio"]) == pytest.approx((v_ratio, g_ratio))
+        assert ceiling["within_reach"] is reach
         assert gain["better_baseline"] == "ewm"  # the ceiling is no baseline
 
 
