@@ -127,12 +127,24 @@ def test_without_a_clock_latency_alone_decides_as_before(tick):
     assert any(Reason.EMERGENCY_STARTED in reasons(d) for d in ds)
 
 
-def test_errors_start_the_playbook_whatever_the_clock_says(tick):
+@pytest.mark.parametrize("latency_ms, factor, starts", [
+    (None, 1.0, True),      # fast failures at a healthy latency: the clock cannot see them
+    (15000.0, 1.0, False),  # requests timed out behind a queue, the device at its usual speed: load
+    (15000.0, 2.5, True),   # timeouts with the device 2.5x slower per unit: the pods changed
+    (15000.0, None, True),  # timeouts and no clock to ask: as before the clock
+])
+def test_errors_start_the_playbook_unless_they_are_timeouts_the_clock_calls_load(tick, latency_ms, factor, starts):
     s = Scenario(tick)
-    _warm(s)
-    extra = dict(_clocked(37.5), error_rate=0.2)
-    d = s.at(healthy_ms(37.5), rate=300.0, a_extra=extra)
-    assert Reason.EMERGENCY_STARTED in reasons(d)
+    if factor is None:
+        s.warm()
+        extra = {"error_rate": 0.2}
+    else:
+        _warm(s)
+        extra = dict(_clocked(37.5, factor), error_rate=0.2)
+    d = s.at(latency_ms or healthy_ms(37.5), rate=300.0, a_extra=extra)
+    assert (Reason.EMERGENCY_STARTED in reasons(d)) == starts
+    if not starts:
+        assert any("the device runs at" in r and "load, answered by pods" in r for r in d.reasons)
 
 
 def test_the_clock_survives_a_restart_from_status(tick):
