@@ -318,8 +318,9 @@ def check(
                 f"forecast {q} upper band {upper[i]:.0f} ms > {float(ratio)} x SLO {target:.0f} ms in {max(lead, 0):.0f} s")))
 
     note = None
-    if cope and not pods and hurt and health.ratio > line:
+    if cope and not pods and hurt and (health.ratio > line or (err is not None and err > limit)):
+        errors = f" with {err * 100:.1f}% of requests failed or timed out" if err is not None and err > limit else ""
         note = (f"A's {q} {health.latency_ms:.0f} ms is {health.ratio:.1f}x the model's {health.predicted_ms:.0f} ms at "
-                f"{load}, but the device runs at {health.clock_ratio:.2f}x its usual time per unit (within "
+                f"{load}{errors}, but the device runs at {health.clock_ratio:.2f}x its usual time per unit (within "
                 f"{health.clock_line:.2f}x): load, answered by pods and B's reserve, not the playbook")
     return TriggerCheck(tuple(fired), queue, health.loads, ratios, burn, health, slow=slow, load_note=note)
