@@ -605,7 +605,7 @@ def print_reserve(rows: list[dict], variants: list[Variant]) -> None:
         cells = "  |  ".join(f"{label.split('/')[1]}: MTTR {r['forescale']['mttr_seconds']:.0f} s, viol {r['forescale']['violation_seconds']:.0f} s, "
                              f"GPU-h {r['forescale']['gpu_hours']:.3f} (B {r['forescale']['gpu_hours_b']:.3f})"
                              for label, r in group.items())
-        print(f"{case:44s} {forecaster:5s} {cells}")
+        print(f"{case:44s} {forecaster:11s} {cells}")
 
 
 # ---------------------------------------------------------------- main

@@ -109,10 +109,13 @@ def replay(case: Case, forecaster: str = "lstm") -> dict:
                                       load_scale=case.scale, forecaster=forecaster, progress=lambda message: None))
     out = {}
     for name, run in result.runs.items():
-        events = run.to_dict().get("events") or {}
+        row = run.to_dict()
+        events = row.get("events") or {}
         out[name] = {"gpu_hours": round(run.gpu_hours, 3), "violation_seconds": run.slo.violation_seconds,
                      "mttr_seconds": round(run.slo.mttr_seconds, 1), "peak_a": int(run.peak_replicas["a"]),
                      "emergencies": int(events.get("EmergencyStarted", 0))}
+        if "forecast_models" in row:  # Forescale's: which forecaster made each tick's forecast
+            out[name]["forecast_models"] = dict(row["forecast_models"])
     return out
 
 

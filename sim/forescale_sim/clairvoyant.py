@@ -35,8 +35,10 @@ class ClairvoyantForecaster:
     name = NAME
 
     def __init__(self, per_second: np.ndarray, *, epoch0: float, step_seconds: float, horizon_seconds: float) -> None:
-        if step_seconds <= 0 or horizon_seconds < step_seconds:
-            raise ValueError(f"need step_seconds > 0 and horizon_seconds >= step_seconds, got {step_seconds}, {horizon_seconds}")
+        if step_seconds < 1 or step_seconds != int(step_seconds) or horizon_seconds < step_seconds:
+            # whole seconds, as the spec's stepSeconds: the windows are then exactly the recorder's
+            raise ValueError(f"need whole step_seconds >= 1 and horizon_seconds >= step_seconds, "
+                             f"got {step_seconds}, {horizon_seconds}")
         self.arrivals = np.concatenate([[0.0], np.cumsum(np.asarray(per_second, dtype=np.float64))])
         self.epoch0 = float(epoch0)
         self.step_seconds = float(step_seconds)
@@ -46,7 +48,7 @@ class ClairvoyantForecaster:
     def rates_after(self, now: float) -> np.ndarray:
         """Arrivals per second in each of the horizon's steps after replay second `now` (0 past the trace's end)."""
         steps = int(round(self.horizon_seconds / self.step_seconds))
-        edges = int(now) + np.round(self.step_seconds * np.arange(steps + 1)).astype(int)
+        edges = int(now) + int(self.step_seconds) * np.arange(steps + 1)
         counts = self.arrivals[np.clip(edges, 0, self.arrivals.size - 1)]
         return np.diff(counts) / np.diff(edges)
 

@@ -133,8 +133,7 @@ def _per_second(trace: RequestTrace | RateTrace, ticks: int) -> np.ndarray:
     return trace.counts.astype(float)
 
 
-def _window_rates(trace: RequestTrace | RateTrace, ticks: int) -> tuple[np.ndarray, float]:
-    per_s = _per_second(trace, ticks)
+def _window_rates(per_s: np.ndarray) -> tuple[np.ndarray, float]:
     n_w = int(np.ceil(per_s.size / 10))
     windows = np.pad(per_s, (0, n_w * 10 - per_s.size)).reshape(n_w, 10).mean(1)
     peak = float(np.convolve(per_s, np.ones(60) / 60, "valid").max()) if per_s.size >= 60 else float(per_s.mean())
@@ -194,10 +193,11 @@ def run_replay(opts: ReplayOptions) -> ReplayResult:
     opts.progress(f"calibration ({profile.name}, SLO {slo_ms:g} ms p{opts.quantile * 100:g}): capacity "
                   f"{cap16:.3f} rps/pod fp16, {cap8:.3f} int8; peers' target_per_pod {cal.target_per_pod():.3f}")
     ticks = int(np.ceil(duration)) + 1
-    window_rates, peak = _window_rates(trace, ticks)
+    per_second = _per_second(trace, ticks)
+    window_rates, peak = _window_rates(per_second)
     forecaster_factory, forecaster_label = (None, "none")
     if "forescale" in opts.policies:
-        forecaster_factory, forecaster_label = _forecaster_factory(opts.forecaster, opts.progress, _per_second(trace, ticks))
+        forecaster_factory, forecaster_label = _forecaster_factory(opts.forecaster, opts.progress, per_second)
     ctx = PolicyContext(cal, window_rates, peak, incidents, opts.startup_seconds, opts.max_replicas,
                         slo_ms, opts.quantile, variant_b, forecaster_factory, opts.spec_overrides,
                         opts.spec_sets)
@@ -215,5 +215,5 @@ def run_replay(opts: ReplayOptions) -> ReplayResult:
             run.extras.update(policy.extras())
         runs[name] = run
         opts.progress(f"  {name:9s} violation {run.slo.violation_seconds:6.0f} s  gpu-h {run.gpu_hours:7.3f}  ({run.seconds:.1f} s)")
-    floor = reserve_floor_gpu_hours(_per_second(trace, ticks), cap16)
+    floor = reserve_floor_gpu_hours(per_second, cap16)
     return ReplayResult(opts, trace, duration, slo_ms, incidents, calibration, runs, forecaster_label, floor)

@@ -140,6 +140,20 @@ def test_the_clairvoyant_forecaster_is_placed_as_the_ceiling(clair, v_ratio, g_r
         assert gain["better_baseline"] == "ewm"  # the ceiling is no baseline
 
 
+def test_the_ceiling_is_held_to_the_baseline_each_ratio_names():
+    """`ewm` is placed best on violations, `last` on GPU-hours: each of the ceiling's ratios is over its own."""
+    from bench.frontier import forecaster_gain
+
+    runs = {"lstm": (10.0, 90.0, 100.0, 10.0), "ewm": (10.0, 80.0, 100.0, 10.0), "last": (10.0, 120.0, 100.0, 12.0),
+            "clairvoyant": (10.0, 60.0, 100.0, 13.0)}
+    (gain,) = forecaster_gain([_row("mooncake", f, g, v, V=V, G=G) for f, (g, v, V, G) in runs.items()])
+    assert (gain["placed_violation_baseline"], gain["placed_gpu_baseline"]) == ("ewm", "last")
+    ceiling = gain["ceiling"]
+    assert ceiling["placed_violation_ratio"] == pytest.approx(0.6 / 0.8)   # its v/V(g) over ewm's
+    assert ceiling["placed_gpu_ratio"] == pytest.approx((10 / 13) / (10 / 12))  # its g/G(v) over last's
+    assert ceiling["within_reach"]
+
+
 @pytest.mark.parametrize("a, b, ratio", [(0.0, 0.0, 1.0), (5.0, 0.0, math.inf), (3.0, 6.0, 0.5), (math.nan, 1.0, math.nan)])
 def test_a_placement_ratio_at_the_curves_floor(a: float, b: float, ratio: float) -> None:
     from bench.frontier import _ratio

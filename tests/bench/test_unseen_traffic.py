@@ -56,3 +56,15 @@ def test_the_cases_lie_outside_the_frontier(tmp_path: Path) -> None:
 def test_bad_flags_are_named(capsys: pytest.CaptureFixture[str], args: list[str], words: str) -> None:
     assert unseen_traffic.main(args) == 2
     assert words in capsys.readouterr().err
+
+
+def test_the_forecaster_reaches_the_engine(tmp_path: Path) -> None:
+    """A ten-minute case replayed for real: the engine is fed the forecaster asked for."""
+    from forescale_sim.synthetic import Shape, write_azure_csv
+
+    path = write_azure_csv(Shape("ramp", seconds=600, mean=1.0, peak=4.0, seed=3), tmp_path / "ramp.csv")
+    case = unseen_traffic.Case("synth-ramp", str(path), "azure", 1.0, 3)
+    runs = {name: unseen_traffic.replay(case, forecaster=name) for name in ("clairvoyant", "last")}
+    assert {name: set(run) for name, run in runs.items()} == {name: set(unseen_traffic.POLICIES) for name in runs}
+    assert set(runs["clairvoyant"]["forescale"]["forecast_models"]) == {"clairvoyant"}
+    assert set(runs["last"]["forescale"]["forecast_models"]) == {"last"}

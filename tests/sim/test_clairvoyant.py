@@ -44,7 +44,7 @@ def test_it_forecasts_what_will_arrive(per_second, now, step, horizon, expected)
     assert np.isfinite(fc.median("latency_ms")).all()  # latency: the ewm baseline's
 
 
-@pytest.mark.parametrize("step, horizon", [(0.0, 30.0), (15.0, 5.0)])
+@pytest.mark.parametrize("step, horizon", [(0.0, 30.0), (15.0, 5.0), (2.5, 30.0), (0.4, 30.0)])
 def test_a_bad_grid_is_named(step, horizon) -> None:
     with pytest.raises(ValueError, match="step_seconds"):
         ClairvoyantForecaster(np.ones(10), epoch0=EPOCH0, step_seconds=step, horizon_seconds=horizon)

@@ -32,9 +32,10 @@ model's capacity (the pods should cope):
   unit of work (a bigger batch makes it faster per item), so pods that carry
   more than the model's capacity and whose device also slowed have changed;
 - errors: the share rejected or failed is over `errorRatePercent`, unless
-  users' latency is over the target and the pods' clock says the device runs
-  at its usual speed (below): those errors are requests that waited past the
-  route's timeout in a queue, latency cut short, and the queue is the load's;
+  latency is over the target, the pods' clock says the device runs at its
+  usual speed (below) and the queue or the latency drains (see Draining):
+  those errors are requests that waited past the route's timeout in a burst's
+  queue, latency cut short, and the queue is the load's;
 - queue: the total queue depth grew at each of the last `queue_growth_ticks`
   ticks, holds at least `queue_min_depth` requests and more than the model's
   in-system count at this load (rate x predicted latency, Little's law), users
@@ -47,10 +48,12 @@ p99 is several times any smooth curve's, and a burst inside a step queues as a
 slowdown does; neither makes the device slower). Errors ask it only when
 latency is over the target too: a pod that fails requests fast shows nothing
 on the clock and nothing in latency, and starts the playbook whatever the
-clock says; timeouts behind a burst's queue at the device's usual speed do
-not (synthetic bursty traces, seeds 5 and 3, sized at the exact future rate:
-12.9% and 7.2% of requests timed out at 15 s, at 2.8 rps per pod within the
-model's 3.2 and 3.6, with the clock at 1.03x and 1.00x, and started it).
+clock says; timeouts behind a burst's queue at the device's usual speed, while
+that queue drains, do not (synthetic bursty traces, seeds 5 and 3, sized at the
+exact future rate: 12.9% and 7.2% of requests timed out at 15 s, at 2.8 rps per
+pod within the model's 3.2 and 3.6, with the clock at 1.03x and 1.00x, and
+started it). A hung pod's timeouts do not drain: the others keep the pool's
+clock at its usual speed, and the errors start the playbook.
 The forecast's upper latency band crossing `triggerRatio x target` is
 reported (ForecastSpike) but starts nothing: what the forecaster sees coming
 is load, and load is answered by sizing.
@@ -289,7 +292,12 @@ def check(
 
     err = error_rate(obs)
     limit = spec.emergency.error_rate_percent / 100.0
-    if err is not None and err > limit and cope and (pods or not hurt):
+    # Errors whose latency is over the target, on a device at its usual speed, while the queue or the
+    # latency drains, are timeouts of a burst's queue (latency cut short): load. Without the drain they
+    # may be a hung pod, whose requests time out while the others keep the pool's clock normal.
+    over = health.latency_ms is not None and health.latency_ms > target
+    timeouts = over and not pods and draining
+    if err is not None and err > limit and cope and not timeouts:
         fired.append(Trigger(ERRORS, f"errors {err * 100:.1f}% > {spec.emergency.error_rate_percent:g}% at {load}"))
 
     n = params.queue_growth_ticks
@@ -318,8 +326,9 @@ def check(
                 f"forecast {q} upper band {upper[i]:.0f} ms > {float(ratio)} x SLO {target:.0f} ms in {max(lead, 0):.0f} s")))
 
     note = None
-    if cope and not pods and hurt and (health.ratio > line or (err is not None and err > limit)):
-        errors = f" with {err * 100:.1f}% of requests failed or timed out" if err is not None and err > limit else ""
+    excused = err is not None and err > limit and cope and timeouts
+    if cope and not pods and hurt and (health.ratio > line or excused):
+        errors = f", and {err * 100:.1f}% of requests timed out behind a draining queue" if excused else ""
         note = (f"A's {q} {health.latency_ms:.0f} ms is {health.ratio:.1f}x the model's {health.predicted_ms:.0f} ms at "
                 f"{load}{errors}, but the device runs at {health.clock_ratio:.2f}x its usual time per unit (within "
                 f"{health.clock_line:.2f}x): load, answered by pods and B's reserve, not the playbook")

@@ -127,25 +127,37 @@ def test_without_a_clock_latency_alone_decides_as_before(tick):
     assert any(Reason.EMERGENCY_STARTED in reasons(d) for d in ds)
 
 
-@pytest.mark.parametrize("latency_ms, factor, starts", [
-    (None, 1.0, True),      # fast failures at a healthy latency: the clock cannot see them
-    (15000.0, 1.0, False),  # requests timed out behind a queue, the device at its usual speed: load
-    (15000.0, 2.5, True),   # timeouts with the device 2.5x slower per unit: the pods changed
-    (15000.0, None, True),  # timeouts and no clock to ask: as before the clock
-])
-def test_errors_start_the_playbook_unless_they_are_timeouts_the_clock_calls_load(tick, latency_ms, factor, starts):
+# (A's latency at the two ticks (None: healthy), its queue, the clock's slowdown (None: no clock), starts)
+ERRORS = [
+    ((None, None), (0, 0), (1.0, 1.0), True),          # fast failures at a healthy latency: the clock cannot see them
+    ((15000, 15000), (400, 50), (1.0, 1.0), False),    # timeouts behind a burst's queue, which drains; usual speed: load
+    ((15000, 15000), (100, 150), (1.0, 1.0), True),    # timeouts while the queue grows: a hung pod, clock or not
+    ((None, 15000), (400, 50), (1.0, 2.5), True),      # timeouts with the device 2.5x slower per unit: the pods changed
+    ((None, 15000), (400, 50), (None, None), True),    # timeouts and no clock to ask: as before the clock
+]
+
+
+@pytest.mark.parametrize("latency, queue, factor, starts", ERRORS)
+def test_errors_start_the_playbook_unless_they_are_a_draining_queues_timeouts(tick, latency, queue, factor, starts):
+    """The second tick has 20% of A's requests failed or timed out, the first none. Where the playbook
+    starts, the errors start it (one tick of latency or of a slow clock starts nothing else)."""
     s = Scenario(tick)
-    if factor is None:
+    if factor[0] is None:
         s.warm()
-        extra = {"error_rate": 0.2}
     else:
         _warm(s)
-        extra = dict(_clocked(37.5, factor), error_rate=0.2)
-    d = s.at(latency_ms or healthy_ms(37.5), rate=300.0, a_extra=extra)
-    assert (Reason.EMERGENCY_STARTED in reasons(d)) == starts
-    if not starts:
-        assert any("20.0% of requests failed or timed out, but the device runs at" in r and "load, answered by pods" in r
-                   for r in d.reasons)
+    ds = [s.at(ms or healthy_ms(37.5), rate=300.0,
+               a_extra={**({} if f is None else _clocked(37.5, f)), "queue_depth": float(depth), "error_rate": err})
+          for ms, depth, f, err in zip(latency, queue, factor, (0.0, 0.2))]
+    assert Reason.EMERGENCY_STARTED not in reasons(ds[0])
+    started = [e.message for e in ds[1].events if e.reason == Reason.EMERGENCY_STARTED]
+    assert bool(started) == starts
+    if starts:
+        assert "playbook: errors" in started[0]
+    else:
+        # 16%: the share over both pools, B's requests (none failed) included
+        assert any("and 16.0% of requests timed out behind a draining queue, but the device runs at" in r
+                   for r in ds[1].reasons)
 
 
 def test_the_clock_survives_a_restart_from_status(tick):
