@@ -46,8 +46,7 @@ from functools import partial
 from pathlib import Path
 
 from bench.frontier import DEV_TRACES, TRACES, curve_free_goals
-from forescale_predictor import BASELINE_NAMES
-from forescale_sim.clairvoyant import NAME as CLAIRVOYANT
+from forescale_sim.session import FORECASTERS
 
 #: (family, mean, peak) of the synthetic cases; see the module docstring for why each
 SHAPES = (("bursty", 0.5, 10.0), ("bursty", 10.0, 150.0), ("bursty", 2.5, 40.0), ("ramp", 1.0, 100.0),
@@ -133,9 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         print(f"--jobs must be at least 1, got {args.jobs}", file=sys.stderr)
         return 2
-    known = ("lstm", CLAIRVOYANT, *BASELINE_NAMES)
-    if args.forecaster not in known:
-        print(f"--forecaster must be one of {', '.join(known)}, got {args.forecaster!r}", file=sys.stderr)
+    if args.forecaster not in FORECASTERS:
+        print(f"--forecaster must be one of {', '.join(FORECASTERS)}, got {args.forecaster!r}", file=sys.stderr)
         return 2
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:

@@ -13,10 +13,12 @@ from typing import Callable
 
 import numpy as np
 
+from forescale_predictor import BASELINE_NAMES
 from forescale_profiles.service_time import A100_OPT13B, T4_BERT_BASE, DecoderProfile, get_profile
 
 from .bounds import reserve_floor_gpu_hours
 from .calibration import PEER_UTILIZATION, Calibration, check_peer_utilization
+from .clairvoyant import NAME as CLAIRVOYANT
 from .errors import SimError
 from .incidents import Incident, default_incidents, parse_incidents
 from .load_scale import check_load_scale, scale_load
@@ -95,11 +97,14 @@ class ReplayResult:
         }
 
 
+#: every name `--forecaster` takes: the packaged LSTM, the clairvoyant ceiling, the plain baselines
+FORECASTERS = ("lstm", CLAIRVOYANT, *BASELINE_NAMES)
+
+
 def _forecaster_factory(name: str, progress, per_second: np.ndarray) -> tuple[Callable, str]:
     """`per_second`: the trace's arrivals per second, which only the clairvoyant forecaster reads."""
-    from forescale_predictor import BASELINE_NAMES, ModelFormatError, load_forecaster, make_baseline
+    from forescale_predictor import ModelFormatError, load_forecaster, make_baseline
 
-    from .clairvoyant import NAME as CLAIRVOYANT
     from .clairvoyant import ClairvoyantForecaster
     from .policies.forescale import EPOCH0
 
@@ -123,7 +128,7 @@ def _forecaster_factory(name: str, progress, per_second: np.ndarray) -> tuple[Ca
             progress(f"warning: {exc}; the forescale policy falls back to the ewm baseline")
             name = "ewm"
     if name not in BASELINE_NAMES:
-        raise SimError(f"unknown forecaster {name!r}; choose lstm, {CLAIRVOYANT} or one of {', '.join(BASELINE_NAMES)}")
+        raise SimError(f"unknown forecaster {name!r}; choose one of {', '.join(FORECASTERS)}")
     return (lambda step, horizon: make_baseline(name, step_seconds=step, horizon_seconds=horizon)), f"baseline {name}"
 
 

@@ -297,7 +297,8 @@ def check(
     # may be a hung pod, whose requests time out while the others keep the pool's clock normal.
     over = health.latency_ms is not None and health.latency_ms > target
     timeouts = over and not pods and draining
-    if err is not None and err > limit and cope and not timeouts:
+    errors_over = err is not None and err > limit and cope
+    if errors_over and not timeouts:
         fired.append(Trigger(ERRORS, f"errors {err * 100:.1f}% > {spec.emergency.error_rate_percent:g}% at {load}"))
 
     n = params.queue_growth_ticks
@@ -326,7 +327,7 @@ def check(
                 f"forecast {q} upper band {upper[i]:.0f} ms > {float(ratio)} x SLO {target:.0f} ms in {max(lead, 0):.0f} s")))
 
     note = None
-    excused = err is not None and err > limit and cope and timeouts
+    excused = errors_over and timeouts
     if cope and not pods and hurt and (health.ratio > line or excused):
         errors = f", and {err * 100:.1f}% of requests timed out behind a draining queue" if excused else ""
         note = (f"A's {q} {health.latency_ms:.0f} ms is {health.ratio:.1f}x the model's {health.predicted_ms:.0f} ms at "
