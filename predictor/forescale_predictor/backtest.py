@@ -169,7 +169,7 @@ def run_backtest(
             forecast_by = {"lstm": int(tested.sum()), FALLBACK: int((~tested).sum())}
             lstm_info["forecast_by"] = forecast_by
         raw["lstm"] = pred
-    seed_truth = target_windows(values, seed_at, horizon_steps)[:, -1, 0] if seed_at.size else np.empty(0)
+    seed_truth = target_windows(values, seed_at, horizon_steps)[:, :, 0] if seed_at.size else np.empty((0, horizon_steps))
     results: dict[str, ModelResult] = {}
     for model in models:
         pred = raw.get(model)
@@ -177,11 +177,12 @@ def run_backtest(
             results[model] = ModelResult(model, None, {"skipped": lstm_info.get("error", "not available")})
             continue
         seed, test = pred[: len(seed_at)], pred[len(seed_at):]
-        calibrated, hits = calibrate_backtest(test, truth[:, -1], at, horizon_steps, coverage=coverage,
-                                              seed=(seed[:, [0, len(QUANTILES) // 2, -1], -1], seed_truth))
+        calibrated, hits = calibrate_backtest(test, truth, at, horizon_steps, coverage=coverage,
+                                              seed=(seed[:, [0, len(QUANTILES) // 2, -1]], seed_truth))
         metrics_ = score(values, train_vals, at, truth, calibrated, step_seconds)
-        metrics_["band_coverage"] = {"nominal": coverage, "achieved": _mean(hits),
-                                     "uncalibrated": _inside(test, truth[:, -1])}
+        metrics_["band_coverage"] = {"nominal": coverage, "achieved": _mean(hits[:, -1]),
+                                     "uncalibrated": _inside(test, truth[:, -1]),
+                                     "achieved_by_step": [_mean(hits[:, k]) for k in range(horizon_steps)]}
         if model == "lstm":
             metrics_["forecast_by"] = forecast_by
         results[model] = ModelResult(model, calibrated, metrics_)

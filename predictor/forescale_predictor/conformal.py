@@ -19,8 +19,8 @@ series, from the errors the loop sees anyway:
   up a debt that takes hundreds of hits to repay.
 - Q is read at no level above `1 - (in_flight + 1) / window`: the largest
   `in_flight + 1` scores of the window never set it alone. `in_flight` is
-  how many forecasts are outstanding at once (the horizon in steps, 12 at
-  180 s and 15 s), and a change of regime makes every one of them miss
+  how many forecasts are outstanding at once (for the last step, the horizon
+  in steps: 12 at 180 s and 15 s), and a change of regime makes every one of them miss
   together: a burst from idle misses each forecast issued in the horizon
   before it. Without the cap those misses drove alpha_t to 0, Q became the
   window's largest score, the burst's whole size, and it was added again to
@@ -39,8 +39,14 @@ bursts to 40, idle minutes) the LSTM's q0.9 rate band reached 394 req/s over
 a median of 2.7, and the replay held 100 pods where the oracle needs 15. An
 absolute score bounds the widening by misses the series really had.
 
-Feedback comes a horizon late (the outcome of a 180 s forecast is known
-180 s later); the caller scores a forecast when its target time arrives.
+Each forecast step is calibrated on its own outcomes (`HorizonConformal`):
+step k's outcome comes k + 1 steps after its forecast was issued (the
+outcome of a 180 s forecast is known 180 s later, of its first 15 s step
+15 s later), and the caller scores each step when its target time arrives.
+Until 7 December 2026 one state per series read Q from the last step's
+scores and added it to every step; the loop sizes pods on the step a pod
+started now would be ready at (about 90 s), whose band that widened by the
+horizon's error (docs/predictor.md, "Calibration per step").
 """
 
 from __future__ import annotations
@@ -76,6 +82,12 @@ def linear_quantile(ordered: list[float], level: float) -> float:
     t = virtual - below
     diff = b - a
     return float(b - diff * (1.0 - t)) if t >= 0.5 else float(a + diff * t)
+
+
+def widen(lo: np.ndarray, median: np.ndarray, hi: np.ndarray, q: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The band [lo - q, hi + q]; narrowing (q < 0) stops at the median: the band always holds the point forecast."""
+    lo, median, hi = (np.asarray(a, dtype=np.float64) for a in (lo, median, hi))
+    return np.minimum(lo - q, median), np.maximum(hi + q, median)
 
 
 def score(lo: float, median: float, hi: float, y: float) -> float:
@@ -133,12 +145,8 @@ class AdaptiveConformal:
         bisect.insort(self._sorted, value)
 
     def band(self, lo: np.ndarray, median: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The issued band for raw quantile arrays (every horizon step gets the same Q)."""
-        lo, median, hi = (np.asarray(a, dtype=np.float64) for a in (lo, median, hi))
-        q = self.q()
-        new_lo, new_hi = lo - q, hi + q
-        # narrowing stops at the median: the band always holds the point forecast
-        return np.minimum(new_lo, median), np.maximum(new_hi, median)
+        """The issued band for raw quantile arrays, every element widened by the same Q (one step's state)."""
+        return widen(lo, median, hi, self.q())
 
     def update(self, raw: tuple[float, float, float], issued: tuple[float, float], y: float) -> None:
         """Learn from outcome y of a forecast whose raw band was `raw` (lo, median, hi) and issued band `issued`."""
@@ -155,36 +163,77 @@ class AdaptiveConformal:
                 self._add(score(lo, median, hi, y))
 
 
+class HorizonConformal:
+    """One `AdaptiveConformal` per forecast step: step k's band is widened by step k's own errors.
+
+    A forecast's errors grow with its lead time (a ramp's error at 90 s is half its error at 180 s;
+    noise adds up). One widening read at the last step and added to every step widens the early
+    steps by the horizon's error, and the loop sizes pods on an early step, the one a pod started
+    now would be ready at. Step k (0-based) is scored k + 1 steps after its forecast was issued, so
+    k + 1 forecasts are in flight for it (the cap on its widening, `AdaptiveConformal`).
+    """
+
+    def __init__(self, steps: int, coverage: float = 0.8, gamma: float = 0.02, window: int = WINDOW) -> None:
+        if steps < 1:
+            raise ValueError(f"steps must be >= 1, got {steps}")
+        self.by_step = [AdaptiveConformal(coverage, gamma, window, in_flight=k + 1) for k in range(steps)]
+
+    @property
+    def last(self) -> AdaptiveConformal:
+        """The last step's state: the horizon's, the one the backtest and the status report."""
+        return self.by_step[-1]
+
+    def q(self) -> np.ndarray:
+        """Each step's widening, in the target's units."""
+        return np.array([aci.q() for aci in self.by_step])
+
+    def band(self, lo: np.ndarray, median: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The issued band for raw quantile arrays of one step per forecast step."""
+        shapes = {np.shape(a) for a in (lo, median, hi)}
+        if shapes != {(len(self.by_step),)}:
+            raise ValueError(f"need {len(self.by_step)} steps per quantile, got shapes {sorted(shapes)}")
+        return widen(lo, median, hi, self.q())
+
+    def update(self, step: int, raw: tuple[float, float, float], issued: tuple[float, float], y: float) -> None:
+        """Learn from outcome y of a forecast's step `step` (0-based), its raw (lo, median, hi) and issued band."""
+        self.by_step[step].update(raw, issued, y)
+
+
 def calibrate_backtest(pred: np.ndarray, truth: np.ndarray, at: np.ndarray, horizon: int, *, coverage: float = 0.8,
                        gamma: float = 0.02, window: int = WINDOW, seed: tuple[np.ndarray, np.ndarray] | None = None,
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """Run ACI over a backtest's origins in time order, as the loop would.
+    """Run ACI over a backtest's origins in time order, as the loop would: each step on its own errors.
 
     `pred` [N, Q, H] (lowest, median and highest quantile at indices 0, Q//2, -1),
-    `truth` [N] the outcome at the final horizon step of each origin `at` [N].
-    The forecast at origin o only learns from origins whose outcome time
-    o' + horizon <= o (nothing later). `seed` (raw bands [M, 3], outcomes [M])
-    are errors from before the test part. Returns (the calibrated forecasts
-    [N, Q, H], hit [N]: 1/0 inside the issued final-step band, NaN unscored).
+    `truth` [N, H] the outcome of each origin `at` [N] (in steps) at each horizon step.
+    Step k of the forecast at origin o only learns from origins o' whose step-k
+    outcome was known by then, o' + k + 1 <= o (nothing later). `seed` (raw
+    bands [M, 3, H], outcomes [M, H]) are errors from before the test part.
+    Returns (the calibrated forecasts [N, Q, H], hits [N, H]: 1/0 inside the
+    issued band at each step, NaN unscored).
     """
-    aci = AdaptiveConformal(coverage, gamma, window, in_flight=horizon)
+    aci = HorizonConformal(horizon, coverage, gamma, window)
     if seed is not None:
-        aci.seed(*seed)
+        bands, outcomes = seed
+        for k, step in enumerate(aci.by_step):
+            step.seed(bands[:, :, k], outcomes[:, k])
     out = np.array(pred, dtype=np.float64)
-    hits = np.full(len(at), np.nan)
+    n = len(at)
+    hits = np.full((n, horizon), np.nan)
+    issued = np.full((n, 2, horizon), np.nan)
     m = pred.shape[1] // 2
-    issued: list[tuple[float, float]] = []
-    learned = 0
+    learned = [0] * horizon  # per step, how many origins (in time order) it has learned from
     for i, origin in enumerate(at):
-        while learned < i and at[learned] + horizon <= origin:
-            j = learned
-            raw = (pred[j, 0, -1], pred[j, m, -1], pred[j, -1, -1])
-            if np.isfinite(truth[j]):
-                aci.update(raw, issued[j], float(truth[j]))
-            learned += 1
+        for k in range(horizon):
+            while learned[k] < i and at[learned[k]] + k + 1 <= origin:
+                j = learned[k]
+                if np.isfinite(truth[j, k]):
+                    aci.update(k, (pred[j, 0, k], pred[j, m, k], pred[j, -1, k]), (issued[j, 0, k], issued[j, 1, k]),
+                               float(truth[j, k]))
+                learned[k] += 1
         lo, hi = aci.band(pred[i, 0], pred[i, m], pred[i, -1])
         out[i, 0], out[i, -1] = lo, hi
-        issued.append((float(lo[-1]), float(hi[-1])))
-        if np.isfinite(truth[i]):
-            hits[i] = 1.0 if lo[-1] <= truth[i] <= hi[-1] else 0.0
+        issued[i, 0], issued[i, 1] = lo, hi
+        known = np.isfinite(truth[i])
+        hits[i, known] = ((lo[known] <= truth[i, known]) & (truth[i, known] <= hi[known])).astype(np.float64)
     return out, hits

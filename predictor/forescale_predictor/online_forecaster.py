@@ -31,7 +31,7 @@ import numpy as np
 
 from .baseline_forecaster import BaselineForecaster
 from .conformal import WINDOW as CONFORMAL_WINDOW
-from .conformal import AdaptiveConformal
+from .conformal import HorizonConformal
 from .errors import SeriesError
 from .forecast_types import TARGETS, Forecast, History
 from .history_prep import on_step
@@ -61,9 +61,10 @@ class OnlineForecaster:
                                       min_scores=min_scores, step_seconds=self.step_seconds)
         #: forecast steps per horizon: also how many forecasts are in flight at once (the conformal cap)
         self.horizon_steps = int(round(self.horizon_seconds / self.step_seconds))
-        self.conformal = {(m, t): AdaptiveConformal(coverage, gamma, window, self.horizon_steps)
+        self.conformal = {(m, t): HorizonConformal(self.horizon_steps, coverage, gamma, window)
                           for m in self.models for t in TARGETS}
-        #: (target time, model used, {model: {target: (lo, median, hi, issued_lo, issued_hi)}})
+        #: [origin, model used, {model: {target: (lo, median, hi, issued_lo, issued_hi), arrays over the steps}},
+        #: the next step to score], oldest first
         self.pending: deque = deque()
         self.used_hits = {t: deque(maxlen=STATUS_WINDOW) for t in TARGETS}
         self.used_errors = {t: deque(maxlen=STATUS_WINDOW) for t in TARGETS}
@@ -102,7 +103,7 @@ class OnlineForecaster:
         issued: dict[str, dict] = {}
         for model, fc in candidates.items():
             entry[model], issued[model] = self._calibrate(model, fc)
-        self.pending.append((float(grid.times[-1]) + self.horizon_seconds, used, entry))
+        self.pending.append([float(grid.times[-1]), used, entry, 0])
         self.used, self.why = used, why
         if used not in issued:
             return chosen
@@ -117,38 +118,55 @@ class OnlineForecaster:
             lo, med, hi = (np.asarray(arrays[k], dtype=np.float64) for k in (q[0], 0.5, q[-1])) if self.calibrates else (None, None, None)
             if lo is None:
                 med = np.asarray(fc.median(t), dtype=np.float64)
-                record[t] = (np.nan, float(med[-1]), np.nan, np.nan, np.nan)
+                nothing = np.full(med.shape, np.nan)
+                record[t] = (nothing, med, nothing, nothing, nothing)
                 continue
             new_lo, new_hi = self.conformal[(model, t)].band(lo, med, hi)
             new_lo = np.maximum(new_lo, 0.0)  # latency and rate are never negative
             bands[t] = (new_lo, new_hi)
-            record[t] = (float(lo[-1]), float(med[-1]), float(hi[-1]), float(new_lo[-1]), float(new_hi[-1]))
+            record[t] = (lo, med, hi, new_lo, new_hi)
         return record, bands
 
     # -- feedback ------------------------------------------------------------
 
     def _score(self, grid: History) -> None:
-        """Score every pending forecast whose target time the history now covers."""
+        """Score every step of the pending forecasts whose target time the history now covers."""
         times = np.asarray(grid.times, dtype=np.float64)
         now, half = float(times[-1]), self.step_seconds / 2
-        while self.pending and self.pending[0][0] <= now + half:
-            target, used, entry = self.pending.popleft()
-            i = int(np.argmin(np.abs(times - target)))
-            if abs(times[i] - target) > half:
-                continue
-            for t in TARGETS:
-                y = float(np.asarray(grid.features.get(t, np.full(len(times), np.nan)), dtype=np.float64)[i])
-                if not np.isfinite(y):
-                    continue  # an idle step has no latency; a missing scrape nothing
-                for model, by_target in entry.items():
-                    lo, med, hi, new_lo, new_hi = by_target[t]
-                    self.selector.record(model, t, abs(y - med))
-                    if np.isfinite(lo):
-                        self.conformal[(model, t)].update((lo, med, hi), (new_lo, new_hi), y)
-                    if model == used:
-                        self.used_errors[t].append(abs(y - med))
-                        if np.isfinite(new_lo):
-                            self.used_hits[t].append(1.0 if new_lo <= y <= new_hi else 0.0)
+        values = {t: np.asarray(grid.features.get(t, np.full(len(times), np.nan)), dtype=np.float64) for t in TARGETS}
+        for item in self.pending:
+            origin, used, entry, step = item
+            while step < self.horizon_steps and origin + (step + 1) * self.step_seconds <= now + half:
+                self._score_step(times, values, origin + (step + 1) * self.step_seconds, step, used, entry)
+                step += 1
+            item[3] = step
+        while self.pending and self.pending[0][3] >= self.horizon_steps:
+            self.pending.popleft()
+
+    def _score_step(self, times: np.ndarray, values: dict, target: float, step: int, used: str, entry: dict) -> None:
+        """Score one step of one forecast: its band's calibration at that step; at the horizon, the selection
+        and the status too (both speak of the horizon)."""
+        i = min(int(np.searchsorted(times, target)), len(times) - 1)
+        if i > 0 and abs(times[i - 1] - target) < abs(times[i] - target):
+            i -= 1
+        if abs(times[i] - target) > self.step_seconds / 2:
+            return
+        horizon = step == self.horizon_steps - 1
+        for t in TARGETS:
+            y = float(values[t][i])
+            if not np.isfinite(y):
+                continue  # an idle step has no latency; a missing scrape nothing
+            for model, by_target in entry.items():
+                lo, med, hi, new_lo, new_hi = (float(a[step]) for a in by_target[t])
+                if np.isfinite(lo):
+                    self.conformal[(model, t)].update(step, (lo, med, hi), (new_lo, new_hi), y)
+                if not horizon:
+                    continue
+                self.selector.record(model, t, abs(y - med))
+                if model == used:
+                    self.used_errors[t].append(abs(y - med))
+                    if np.isfinite(new_lo):
+                        self.used_hits[t].append(1.0 if new_lo <= y <= new_hi else 0.0)
 
     # -- reporting -----------------------------------------------------------
 

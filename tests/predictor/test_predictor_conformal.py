@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from forescale_predictor.conformal import AdaptiveConformal, calibrate_backtest
+from forescale_predictor.conformal import AdaptiveConformal, HorizonConformal, calibrate_backtest
 
 
 def _run(noise, raw_half_width, steps=4000, coverage=0.8, delay=0, seed=0):
@@ -55,18 +55,57 @@ def test_backtest_calibration_learns_only_from_known_outcomes():
     rng = np.random.default_rng(1)
     n, horizon = 600, 12
     at = np.arange(n)
-    truth = 100 + rng.normal(0, 10, n)
+    truth = 100 + rng.normal(0, 10, (n, horizon))
     pred = np.tile(np.array([98.0, 100.0, 102.0])[:, None], (n, 1, horizon))
     out, hits = calibrate_backtest(pred, truth, at, horizon)
-    # the first `horizon` origins have no outcome known yet: their bands are the raw ones
-    np.testing.assert_array_equal(out[:horizon], pred[:horizon])
-    # changing an outcome changes nothing issued before that outcome was known
-    later = truth.copy()
-    later[300] += 1000
-    out2, _ = calibrate_backtest(pred, later, at, horizon)
-    np.testing.assert_array_equal(out[: 300 + horizon], out2[: 300 + horizon])
-    assert not np.array_equal(out[300 + horizon], out2[300 + horizon])  # known from origin 312 on
-    assert np.nanmean(hits[200:]) == pytest.approx(0.8, abs=0.06)
+    # the first origin has no outcome known yet: its band is the raw one; step k's from origin k + 1 on is not
+    np.testing.assert_array_equal(out[0], pred[0])
+    for k in (0, 5, horizon - 1):
+        np.testing.assert_array_equal(out[: k + 1, :, k], pred[: k + 1, :, k])
+        assert not np.array_equal(out[k + 1, :, k], pred[k + 1, :, k])
+    # changing an outcome changes nothing issued before that outcome was known, at its own step only
+    for k in (0, horizon - 1):
+        later = truth.copy()
+        later[300, k] += 1000
+        out2, _ = calibrate_backtest(pred, later, at, horizon)
+        np.testing.assert_array_equal(out[: 300 + k + 1], out2[: 300 + k + 1])
+        assert not np.array_equal(out[300 + k + 1, :, k], out2[300 + k + 1, :, k])  # known from origin 300 + k + 1 on
+        others = [j for j in range(horizon) if j != k]
+        np.testing.assert_array_equal(out[:, :, others], out2[:, :, others])
+    assert np.nanmean(hits[200:], axis=0) == pytest.approx(np.full(horizon, 0.8), abs=0.06)
+
+
+def _random_walk_steps(horizon: int, n: int = 3000, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A random walk forecast by its last value with a fixed +-1 raw band: step k's error has a standard
+    deviation of sqrt(k + 1), so one band for every step is too narrow late and too wide early."""
+    walk = np.cumsum(np.random.default_rng(seed).normal(0.0, 1.0, n + horizon))
+    at = np.arange(n)
+    truth = np.stack([walk[at + k + 1] for k in range(horizon)], axis=1)
+    last = walk[at][:, None, None]
+    pred = np.repeat(last, horizon, axis=2) + np.array([-1.0, 0.0, 1.0])[None, :, None]
+    return pred, truth, at
+
+
+def test_each_step_is_calibrated_on_its_own_errors():
+    horizon = 12
+    pred, truth, at = _random_walk_steps(horizon)
+    out, hits = calibrate_backtest(pred, truth, at, horizon)
+    coverage = np.nanmean(hits[500:], axis=0)
+    # every step holds its nominal share, not only the horizon's
+    assert coverage == pytest.approx(np.full(horizon, 0.8), abs=0.04)
+    width = np.median(out[500:, -1] - out[500:, 0], axis=0)
+    # the widths follow the error's growth with the lead time: sqrt(12) ~ 3.5 from the first step to the last
+    assert width[-1] / width[0] == pytest.approx(np.sqrt(horizon), rel=0.25)
+    assert width[0] < width[horizon // 2] < width[-1]
+
+
+@pytest.mark.parametrize("steps, shape, message", [
+    (0, None, "steps must be >= 1"),
+    (3, (2,), "need 3 steps per quantile"),
+])
+def test_horizon_conformal_refuses_a_bad_shape(steps, shape, message):
+    with pytest.raises(ValueError, match=message):
+        HorizonConformal(steps).band(*(np.zeros(shape),) * 3)
 
 
 @pytest.mark.parametrize("kwargs", [{"coverage": 0.0}, {"coverage": 1.0}, {"gamma": 0.0}, {"window": 0}])

@@ -103,3 +103,23 @@ def test_a_missing_outcome_is_not_scored():
         online.forecast(History(STEP, times[: i + 1], {LATENCY_MS: latency[: i + 1], RATE: np.full(i + 1, 5.0)}))
     scored = online.status()["scored"]
     assert scored[RATE] > scored[LATENCY_MS]
+
+
+def test_each_step_of_the_band_is_calibrated_on_its_own_lead_time():
+    """On a random walk, an error grows with the lead time: the band a pod started now is sized on (an early
+    step) must not be widened by the horizon's error, and every step holds its nominal share."""
+    rng = np.random.default_rng(7)
+    n = 900
+    walk = 500 + np.cumsum(rng.normal(0, 2.0, n))
+    times = 1_700_000_000.0 + STEP * np.arange(n)
+    online = OnlineForecaster(FakeLSTM(0.0, half=0.5))
+    issued = {}
+    for i in range(20, n - HORIZON):
+        lo = max(0, i - 239)
+        f = online.forecast(History(STEP, times[lo : i + 1], {LATENCY_MS: walk[lo : i + 1], RATE: walk[lo : i + 1]}))
+        issued[i] = (np.asarray(f._target(RATE)[min(f.quantiles)]), np.asarray(f.upper(RATE)))
+    late = range(400, n - HORIZON)
+    inside = np.array([[issued[i][0][k] <= walk[i + k + 1] <= issued[i][1][k] for k in range(HORIZON)] for i in late])
+    assert inside.mean(axis=0) == pytest.approx(np.full(HORIZON, 0.8), abs=0.08)
+    width = np.median([issued[i][1] - issued[i][0] for i in late], axis=0)
+    assert width[0] < width[HORIZON // 2] < width[-1] and width[-1] / width[0] > 2.0
