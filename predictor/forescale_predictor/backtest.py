@@ -199,7 +199,8 @@ def _auto(results, values, train_vals, at, truth, horizon, step_seconds, coverag
     chosen = select_backtest(errors, at, horizon)
     pred = np.where(chosen[:, None, None] == 0, lstm, base)
     metrics_ = score(values, train_vals, at, truth, pred, step_seconds)
-    metrics_["band_coverage"] = {"nominal": coverage, "achieved": _inside(pred, truth[:, -1])}
+    metrics_["band_coverage"] = {"nominal": coverage, "achieved": _inside(pred, truth[:, -1]),
+                                 "achieved_by_step": [_inside(pred, truth[:, k], k) for k in range(horizon)]}
     metrics_["chosen"] = {"lstm": int((chosen == 0).sum()), FALLBACK: int((chosen == 1).sum())}
     return ModelResult(AUTO, pred, metrics_)
 
@@ -210,12 +211,12 @@ def _fallback(filled, times, cut, at, step_seconds, horizon):
     return baseline.predict_origins(filled, times, at)[..., 0]
 
 
-def _inside(pred: np.ndarray, outcome: np.ndarray) -> float | None:
-    """Share of known outcomes inside the final step's [lowest, highest] quantile band."""
+def _inside(pred: np.ndarray, outcome: np.ndarray, step: int = -1) -> float | None:
+    """Share of known outcomes inside one step's [lowest, highest] quantile band (the final step's by default)."""
     known = np.isfinite(outcome)
     if not known.any():
         return None
-    return float(((pred[known, 0, -1] <= outcome[known]) & (outcome[known] <= pred[known, -1, -1])).mean())
+    return float(((pred[known, 0, step] <= outcome[known]) & (outcome[known] <= pred[known, -1, step])).mean())
 
 
 def _mean(values: np.ndarray) -> float | None:

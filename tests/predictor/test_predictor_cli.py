@@ -49,6 +49,10 @@ def test_backtest_json_predictions_and_plot(series_csv, tmp_path, capsys):
         assert {"mae", "smape", "mase", "band_coverage", "spike"} <= set(m)
         assert set(m["spike"]) >= {"precision", "recall", "mean_lead_seconds"}
         assert m["band_coverage"]["nominal"] == 0.8 and 0 <= m["band_coverage"]["achieved"] <= 1
+        # each step's coverage, every step calibrated on its own outcomes; the last is the headline's
+        by_step = m["band_coverage"]["achieved_by_step"]
+        assert len(by_step) == 3 and all(0 <= c <= 1 for c in by_step)
+        assert by_step[-1] == m["band_coverage"]["achieved"]
     # every origin is counted, and the LSTM says how many it forecast (a gap-free series: all)
     assert result["forecast_by"] == {"lstm": result["origins"], "ewm": 0}
     assert sum(result["models"]["auto"]["chosen"].values()) == result["origins"]
