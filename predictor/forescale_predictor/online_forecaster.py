@@ -124,7 +124,8 @@ class OnlineForecaster:
             new_lo, new_hi = self.conformal[(model, t)].band(lo, med, hi)
             new_lo = np.maximum(new_lo, 0.0)  # latency and rate are never negative
             bands[t] = (new_lo, new_hi)
-            record[t] = (lo, med, hi, new_lo, new_hi)
+            # copies: the model's arrays are kept until the last step is scored, a horizon from now
+            record[t] = (lo.copy(), med.copy(), hi.copy(), new_lo, new_hi)
         return record, bands
 
     # -- feedback ------------------------------------------------------------
