@@ -178,11 +178,6 @@ class HorizonConformal:
             raise ValueError(f"steps must be >= 1, got {steps}")
         self.by_step = [AdaptiveConformal(coverage, gamma, window, in_flight=k + 1) for k in range(steps)]
 
-    @property
-    def last(self) -> AdaptiveConformal:
-        """The last step's state: the horizon's, the one the backtest and the status report."""
-        return self.by_step[-1]
-
     def q(self) -> np.ndarray:
         """Each step's widening, in the target's units."""
         return np.array([aci.q() for aci in self.by_step])
@@ -220,7 +215,6 @@ def calibrate_backtest(pred: np.ndarray, truth: np.ndarray, at: np.ndarray, hori
     out = np.array(pred, dtype=np.float64)
     n = len(at)
     hits = np.full((n, horizon), np.nan)
-    issued = np.full((n, 2, horizon), np.nan)
     m = pred.shape[1] // 2
     learned = [0] * horizon  # per step, how many origins (in time order) it has learned from
     for i, origin in enumerate(at):
@@ -228,12 +222,12 @@ def calibrate_backtest(pred: np.ndarray, truth: np.ndarray, at: np.ndarray, hori
             while learned[k] < i and at[learned[k]] + k + 1 <= origin:
                 j = learned[k]
                 if np.isfinite(truth[j, k]):
-                    aci.update(k, (pred[j, 0, k], pred[j, m, k], pred[j, -1, k]), (issued[j, 0, k], issued[j, 1, k]),
+                    # the band issued at origin j is out[j]'s lowest and highest quantile, calibrated already
+                    aci.update(k, (pred[j, 0, k], pred[j, m, k], pred[j, -1, k]), (out[j, 0, k], out[j, -1, k]),
                                float(truth[j, k]))
                 learned[k] += 1
         lo, hi = aci.band(pred[i, 0], pred[i, m], pred[i, -1])
         out[i, 0], out[i, -1] = lo, hi
-        issued[i, 0], issued[i, 1] = lo, hi
         known = np.isfinite(truth[i])
         hits[i, known] = ((lo[known] <= truth[i, known]) & (truth[i, known] <= hi[known])).astype(np.float64)
     return out, hits
