@@ -45,8 +45,10 @@ class OperatorProcess:
         return self.process.returncode
 
 
-def wait_until(predicate, timeout: float = 20, what: str = "condition", operator: OperatorProcess | None = None):
-    """Poll until predicate() is truthy; fail with the operator's log tail when it never is."""
+def wait_until(predicate, timeout: float = 20, what: str = "condition", operator: OperatorProcess | None = None,
+               seen=None):
+    """Poll until predicate() is truthy; fail with the operator's log tail when it never is, and with `seen()`
+    (what the predicate looked at, e.g. the resource's status) so that a rare timeout says which part was missing."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -54,4 +56,5 @@ def wait_until(predicate, timeout: float = 20, what: str = "condition", operator
             return value
         time.sleep(0.2)
     tail = operator.log[-3000:] if operator is not None else ""
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}\n{tail}")
+    last = f"\nlast seen: {seen()}" if seen is not None else ""
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}{last}\n{tail}")

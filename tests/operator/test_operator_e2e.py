@@ -47,6 +47,16 @@ def status(cluster, name: str, namespace: str = "default") -> dict:
     return (obj or {}).get("status") or {}
 
 
+def wait_converged(cluster, name: str, operator: OperatorProcess, namespace: str = "default") -> None:
+    """Wait 30 s for `converged`; a timeout shows the resource's generation, phase and conditions as last read."""
+    def seen() -> str:
+        obj = cluster.get("inferencedeployments", namespace, name) or {}
+        got = obj.get("status") or {}
+        return (f"generation {obj.get('metadata', {}).get('generation')}, observedGeneration "
+                f"{got.get('observedGeneration')}, phase {got.get('phase')}, conditions {got.get('conditions')}")
+    wait_until(lambda: converged(cluster, name, namespace), 30, f"{namespace}/{name} converged", operator, seen)
+
+
 def converged(cluster, name: str, namespace: str = "default") -> bool:
     """Ready=True for the current generation. The phase beyond readiness belongs to the forecast loop
     (e.g. Degraded when the spec's Prometheus is unreachable), so it is not what convergence means."""
@@ -67,7 +77,7 @@ def test_examples_yield_children_status_events_and_printer_columns(cluster, star
     applied = kubectl(cluster, "apply", "--validate=false", "-f", str(ROOT / "crds" / "examples"))
     assert applied.returncode == 0, applied.stderr
     for name in ("chat", "chat-full"):
-        wait_until(lambda: converged(cluster, name), 30, f"{name} converged", operator)
+        wait_converged(cluster, name, operator)
         assert children(cluster, name) == {"deployments": [f"{name}-a", f"{name}-b"],
                                            "services": sorted([name, f"{name}-a", f"{name}-b"]),
                                            "httproutes": [name], "virtualservices": []}
@@ -95,7 +105,7 @@ def test_examples_yield_children_status_events_and_printer_columns(cluster, star
 def test_updates_converge_and_delete_leaves_nothing(cluster, start_operator, example):
     operator = start_operator()
     cluster.put(fast(example()))
-    wait_until(lambda: converged(cluster, "chat"), 30, "Stable", operator)
+    wait_converged(cluster, "chat", operator)
 
     body = cluster.get("inferencedeployments", "default", "chat")
     body["spec"]["pools"]["a"]["minReplicas"] = 3
@@ -122,7 +132,7 @@ def test_updates_converge_and_delete_leaves_nothing(cluster, start_operator, exa
 def test_restart_resumes_without_duplicates(cluster, start_operator, example):
     first = start_operator(name="first")
     cluster.put(fast(example()))
-    wait_until(lambda: converged(cluster, "chat"), 30, "Stable", first)
+    wait_converged(cluster, "chat", first)
     assert first.stop() == 0
     # While no operator runs, the spec changes; the next one must pick it up on resume.
     body = cluster.get("inferencedeployments", "default", "chat")
@@ -145,7 +155,7 @@ def test_two_replicas_only_the_leader_acts_and_the_other_takes_over(cluster, sta
     wait_until(lambda: len((cluster.get("clusterkopfpeerings", None, "forescale") or {}).get("status") or {}) == 2,
                20, "two peers", standby)
     cluster.put(fast(example(), name="one"))
-    wait_until(lambda: converged(cluster, "one"), 30, "one Stable", leader)
+    wait_converged(cluster, "one", leader)
 
     # Every write the operator's own client made came from the leader; the standby wrote nothing.
     ours = {r.user_agent for r in cluster.request_log
@@ -158,7 +168,7 @@ def test_two_replicas_only_the_leader_acts_and_the_other_takes_over(cluster, sta
     leader.stop()
     standby.wait_for_log("Resuming operations after the pause")
     cluster.put(fast(example(), name="two"))
-    wait_until(lambda: converged(cluster, "two"), 30, "two Stable", standby)
+    wait_converged(cluster, "two", standby)
     creates = {r.user_agent for r in cluster.request_log if r.verb == "create" and r.resource == "deployments"}
     assert creates == {"forescale-operator/op-0", "forescale-operator/op-1"}
 
@@ -172,7 +182,7 @@ def test_standalone_without_the_peering_crd(crds_dir, tmp_path, example):
     try:
         operator.wait_for_log("Running standalone: the ClusterKopfPeering CRD (kopf.dev/v1) is not installed")
         handle.put(fast(example()))
-        wait_until(lambda: converged(handle, "chat"), 30, "converged", operator)
+        wait_converged(handle, "chat", operator)
         assert operator.log.count("Running standalone") == 1
     finally:
         operator.stop()
@@ -185,7 +195,7 @@ def test_api_errors_and_dropped_watches_are_retried(cluster, start_operator, exa
     cluster.inject_faults(500, count=1, resource="services", verbs={"create"})
     cluster.inject_faults(429, count=1, resource="httproutes", verbs={"create"})
     cluster.put(fast(example()))
-    wait_until(lambda: converged(cluster, "chat"), 30, "Stable despite faults", operator)
+    wait_converged(cluster, "chat", operator)
     assert cluster.server.faults.pending() == 0, cluster.server.faults._faults
     assert children(cluster, "chat")["services"] == ["chat", "chat-a", "chat-b"]
     statuses = [r.status for r in cluster.request_log if r.verb == "create" and r.resource == "deployments"]
@@ -206,7 +216,7 @@ def test_invalid_resource_does_not_stop_the_others_and_recovers(cluster, start_o
     bad["spec"]["pools"]["a"]["template"]["spec"]["containers"] = []
     cluster.put(bad)
     cluster.put(fast(example(), name="good"))
-    wait_until(lambda: converged(cluster, "good"), 30, "good Stable", operator)
+    wait_converged(cluster, "good", operator)
     wait_until(lambda: status(cluster, "bad").get("phase") == "Invalid", 30, "bad Invalid", operator)
     assert children(cluster, "bad")["deployments"] == []
     event = next(e for e in cluster.objects("events", "default") if e["involvedObject"]["name"] == "bad")
@@ -216,7 +226,7 @@ def test_invalid_resource_does_not_stop_the_others_and_recovers(cluster, start_o
     fixed = cluster.get("inferencedeployments", "default", "bad")
     fixed["spec"]["pools"]["a"]["template"] = example()["spec"]["pools"]["a"]["template"]
     cluster.put(fixed)
-    wait_until(lambda: converged(cluster, "bad"), 30, "bad recovers", operator)
+    wait_converged(cluster, "bad", operator)
     assert children(cluster, "bad")["deployments"] == ["bad-a", "bad-b"]
 
 
@@ -240,7 +250,7 @@ def test_namespaced_operator_leaves_other_namespaces_alone(cluster, start_operat
     operator = start_operator(args=("-n", "ml"))
     cluster.put(fast(example(), namespace="ml"))
     cluster.put(fast(example(), namespace="default"))
-    wait_until(lambda: converged(cluster, "chat", "ml"), 30, "ml/chat converged", operator)
+    wait_converged(cluster, "chat", operator, "ml")
     peering = cluster.get("kopfpeerings", "ml", "forescale")
     assert peering is not None  # namespaced operators peer in a KopfPeering per namespace
     assert children(cluster, "chat", "default")["deployments"] == []
