@@ -9,7 +9,9 @@ cases outside that set, as a held-out check would:
   bursts to 10), a busy one (10, to 150), a launch that climbs 100-fold (1 to 100), a drift
   around a high mean (20, to 60), spikes on a steady base (10, to 40) and on a nearly idle one
   (0.3, to 3), a sales peak of minutes (5 to 20 within a minute, held a quarter of an hour: a
-  family the frontier does not run at all), and the family's own knobs at the new seeds;
+  family the frontier does not run at all), a job on a timer (30 s bursts to 20 over a steady 2,
+  every 3 to 10 minutes: the frontier holds no period longer than the LSTM's window either), and the
+  family's own knobs at the new seeds;
 - the bursty family at its own knobs at load scale 10, seeds 3 and 4: the frontier replays synthetic
   traffic at 1x only, and a held-out bursty trace is checked at the dev traces' 10x too;
 - the dev traces at load scales 3 and 30 (the frontier runs 1 and 10), seed 3.
@@ -50,7 +52,8 @@ from forescale_sim.session import FORECASTERS
 
 #: (family, mean, peak) of the synthetic cases; see the module docstring for why each
 SHAPES = (("bursty", 0.5, 10.0), ("bursty", 10.0, 150.0), ("bursty", 2.5, 40.0), ("ramp", 1.0, 100.0),
-          ("drift", 20.0, 60.0), ("spikes", 10.0, 40.0), ("spikes", 0.3, 3.0), ("step", 5.0, 20.0))
+          ("drift", 20.0, 60.0), ("spikes", 10.0, 40.0), ("spikes", 0.3, 3.0), ("step", 5.0, 20.0),
+          ("periodic", 2.0, 20.0))
 SEEDS = (3, 4)
 #: (family, mean, peak, load scale) of the synthetic cases replayed scaled (module docstring)
 SCALED_SHAPES = (("bursty", 2.5, 40.0, 10.0),)

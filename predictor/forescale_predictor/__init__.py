@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 DEFAULT_MODEL_PATH = Path(__file__).parent / "default_model" / "default.pt"
 
 #: Baseline names accepted by `make_baseline` and as `fallback`.
-BASELINE_NAMES = ("last", "seasonal", "ewm", "linear")
+BASELINE_NAMES = ("last", "seasonal", "ewm", "linear", "cycle")
 
 __all__ = [
     "BASELINE_NAMES",

@@ -33,7 +33,8 @@ class BaselineForecaster:
         #: >1 keeps each target's fitted model (parameters and band) for that many forecasts of ONE series:
         #: the loop forecasts one series every tick, and refitting on every tick costs more than the LSTM
         self.refit_every = max(1, int(refit_every))
-        self._fitted: dict[int, tuple[int, object]] = {}
+        #: per target: (forecasts since the fit, the history's length at the fit, the fitted model)
+        self._fitted: dict[int, tuple[int, int, object]] = {}
 
     @property
     def horizon_seconds(self) -> float:
@@ -64,18 +65,28 @@ class BaselineForecaster:
             fallback_reason=reason,
         )
 
+    def fitted_labels(self) -> dict[str, str]:
+        """How each target's kept model names itself where that says more than its name (a cycle's period)."""
+        out = {}
+        for f, (_, _, model) in sorted(self._fitted.items()):
+            if model.label != model.name:
+                out[TARGET_NAMES[f]] = model.label
+        return out
+
     def forecast_many(self, histories: Sequence[History]) -> list[Forecast]:
         """One forecast per history (baselines are cheap; no batching needed)."""
         return [self.forecast(h) for h in histories]
 
     def _fitted_model(self, f: int, col: np.ndarray, col_times: np.ndarray):
-        uses, model = self._fitted.get(f, (0, None))
-        if model is None or uses >= self.refit_every or len(col) < model.min_history:
+        uses, length, model = self._fitted.get(f, (0, 0, None))
+        # Refit every `refit_every` forecasts, and whenever the history has doubled since the last fit: a model
+        # fitted on the first few samples of a series (no band yet, a default smoothing) is not kept for long.
+        if model is None or uses >= self.refit_every or len(col) < model.min_history or len(col) >= 2 * length:
             model = self._model_for(len(col), float(col_times[-1] - col_times[0]), counts=TARGET_NAMES[f] == RATE)
             model.fit(col, col_times)
-            uses = 0
+            uses, length = 0, len(col)
         if self.refit_every > 1:
-            self._fitted[f] = (uses + 1, model)
+            self._fitted[f] = (uses + 1, length, model)
         return model
 
     def _model_for(self, length: int, span: float, *, counts: bool):

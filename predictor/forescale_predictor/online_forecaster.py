@@ -3,16 +3,20 @@
 `OnlineForecaster(lstm)` wraps a forecaster for ONE series (one resource in
 the operator, one replay run) and keeps what it learns about that series:
 
-- Each call forecasts with the LSTM and with one cheap baseline (`ewm`),
-  picks the model that is ahead on rolling horizon MAE, with hysteresis
+- Each call forecasts with the LSTM and with one cheap rival (`cycle`: the
+  EWM level, or the series' own cycle where its history shows one,
+  baselines/cycle.py), picks the model that is ahead on rolling horizon MAE,
+  with hysteresis
   (model_selection.py), and widens or narrows the chosen band by adaptive
   conformal inference (conformal.py) so that q_low..q_high holds its nominal
   share of outcomes on this series.
 - Each call first scores the earlier forecasts whose target time the history
   now covers: that is the only feedback it needs, so the caller just keeps
   passing the growing history.
+- Where the LSTM cannot forecast (a history too short, a gap past its limit)
+  the rival forecasts in its place, calibrated, with the LSTM's reason.
 - `status()` says which model forecasts and why ("lstm: rolling MAE 4.1 vs
-  ewm 4.6 over 2 h"), the rolling coverage of the bands it issued and the
+  cycle 4.6 over 2 h"), the rolling coverage of the bands it issued and the
   rolling MAE at the horizon, per target.
 - Bad series never raise: a history with nothing observed gets a forecast of
   NaN labelled `none` with the reason; a constant one gets the last value,
@@ -25,6 +29,7 @@ the bare LSTM; `Forecast.model` then counts what was really used.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -39,14 +44,15 @@ from .model_selection import ModelSelector
 
 #: how many of its own scored forecasts the rolling coverage and MAE in status cover
 STATUS_WINDOW = 240
-#: the rival baseline refits its parameters and band every this many ticks (10 minutes at 15 s), not every tick
+#: the rival refits its parameters, band and period every this many ticks (10 minutes at 15 s), not every tick,
+#: and whenever its history has doubled since its last fit (baseline_forecaster.py)
 REFIT_EVERY = 40
 
 
 class OnlineForecaster:
     """See the module docstring; `primary` is an LSTMForecaster (anything with the same attributes works)."""
 
-    def __init__(self, primary: Any, *, baseline: str = "ewm", coverage: float = 0.8, gamma: float = 0.02,
+    def __init__(self, primary: Any, *, baseline: str = "cycle", coverage: float = 0.8, gamma: float = 0.02,
                  window: int = CONFORMAL_WINDOW, selection_window: int = 480, margin: float = 0.05, min_scores: int = 20) -> None:
         self.primary = primary
         self.name = getattr(primary, "name", "lstm")
@@ -57,6 +63,8 @@ class OnlineForecaster:
         self.baseline = BaselineForecaster(baseline, step_seconds=self.step_seconds, horizon_seconds=self.horizon_seconds,
                                            quantiles=self.quantiles, refit_every=REFIT_EVERY)
         self.models = (self.name, baseline)
+        #: the baseline the primary falls back on where it cannot forecast: the rival forecasts in its place
+        self.fallback = getattr(getattr(primary, "fallback", None), "name", None)
         self.selector = ModelSelector(self.models, targets=TARGETS, window=selection_window, margin=margin,
                                       min_scores=min_scores, step_seconds=self.step_seconds)
         #: forecast steps per horizon: also how many forecasts are in flight at once (the conformal cap)
@@ -92,13 +100,19 @@ class OnlineForecaster:
         if own.model == self.name:
             candidates[self.name] = own
         leader = self.selector.choose()
-        if own.model != self.name:
-            # the LSTM could not forecast (short history, long gap, constant series): its own fallback, labelled
+        rival = self.models[1]
+        learned = ", ".join(f"{t} {label}" for t, label in self.baseline.fitted_labels().items())
+        if own.model == self.fallback:
+            # the LSTM could not forecast (history too short, a long gap): the loop's rival does, calibrated
+            chosen, used = replace(base, fallback_reason=own.fallback_reason), rival
+            why = f"{rival}: the LSTM could not forecast: {own.fallback_reason}"
+        elif own.model != self.name:
+            # the LSTM's own answer to a series it should not forecast (nothing observed, a constant), labelled
             chosen, used, why = own, own.model, f"{own.model}: {own.fallback_reason}"
         elif leader == self.name:
             chosen, used, why = own, self.name, self.selector.reason()
         else:
-            chosen, used, why = base, self.models[1], self.selector.reason()
+            chosen, used, why = base, rival, self.selector.reason() + (f"; {learned}" if learned else "")
         entry: dict[str, dict] = {}
         issued: dict[str, dict] = {}
         for model, fc in candidates.items():

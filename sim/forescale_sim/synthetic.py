@@ -19,6 +19,11 @@ Families (rates in requests per second, durations in seconds):
   time in the trace's second third, holds there for a quarter of the trace
   and falls back within a minute: a sales peak of minutes, faster than a pod
   starts and longer than B's reserve can carry alone.
+- `periodic`: a job on a timer (a cron job, a batch client that polls): a
+  steady `mean`, and every period a burst of 30 s at `peak`. The period is
+  seeded between 3 and 10 minutes: longer than the LSTM's 4-minute window
+  and than a start-up plus the scale-down window, so each burst meets a pool
+  sized for the mean unless the period itself is learned.
 
 Token counts: inputs log-normal around 1,500 tokens (code completion sends
 long contexts), outputs around 30; both clipped to what the decoder profile
@@ -35,10 +40,14 @@ import numpy as np
 
 from .errors import SimError
 
-FAMILIES = ("bursty", "ramp", "drift", "spikes", "step")
+FAMILIES = ("bursty", "ramp", "drift", "spikes", "step", "periodic")
 EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
 #: how long the step family takes to climb and to fall: a minute, shorter than a pod's start-up
 STEP_EDGE_SECONDS = 60
+#: how long each of the periodic family's bursts lasts: shorter than a start-up, as a timer's batch is
+PERIODIC_BURST_SECONDS = 30
+#: the periodic family's period is drawn from this range, seconds (module docstring)
+PERIODIC_RANGE = (180, 600)
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,12 @@ def rate_profile(shape: Shape) -> np.ndarray:
         start = n // 3 + int(rng.integers(0, n // 3 - STEP_EDGE_SECONDS))
         edge = np.clip((t - start) / STEP_EDGE_SECONDS, 0.0, 1.0) - np.clip((t - start - n // 4) / STEP_EDGE_SECONDS, 0.0, 1.0)
         return shape.mean + (shape.peak - shape.mean) * edge
+    if shape.family == "periodic":
+        period = int(rng.integers(*PERIODIC_RANGE))
+        rate = np.full(n, shape.mean)
+        for start in range(int(rng.integers(0, period)), n, period):
+            rate[start:start + PERIODIC_BURST_SECONDS] = shape.peak
+        return rate
     rate = np.full(n, shape.mean)
     for start in rng.integers(120, n - 60, size=max(1, n // 600)):
         rate[start:start + int(rng.integers(10, 40))] = shape.mean * rng.uniform(3.0, 5.0)

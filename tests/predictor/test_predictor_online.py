@@ -43,9 +43,10 @@ def run(primary, n=400, noise=5.0, seed=0):
 
 
 @pytest.mark.parametrize("bias, leader, reason", [
-    (0.0, "ewm", "ewm: rolling MAE"),      # last value on white noise: the smoothed level is ahead
-    (-0.5, "ewm", "ewm: rolling MAE"),
-    (None, "lstm", "lstm: rolling MAE"),   # an LSTM that knows the mean beats ewm
+    # last value on white noise: the rival's smoothed level is ahead (white noise has no cycle: it is ewm)
+    (0.0, "cycle", "cycle: rolling MAE"),
+    (-0.5, "cycle", "cycle: rolling MAE"),
+    (None, "lstm", "lstm: rolling MAE"),   # an LSTM that knows the mean beats the level
 ])
 def test_the_model_ahead_forecasts_and_status_says_why(bias, leader, reason):
     primary = FakeLSTM(0.0 if bias is None else bias)
@@ -123,3 +124,61 @@ def test_each_step_of_the_band_is_calibrated_on_its_own_lead_time():
     assert inside.mean(axis=0) == pytest.approx(np.full(HORIZON, 0.8), abs=0.08)
     width = np.median([issued[i][1] - issued[i][0] for i in late], axis=0)
     assert width[0] < width[HORIZON // 2] < width[-1] and width[-1] / width[0] > 2.0
+
+
+def test_a_burst_that_recurs_is_forecast_from_its_cycle():
+    """A 30 s burst every 5 minutes: no LSTM window holds a whole period, the rival learns it and takes over,
+    and the forecast issued a start-up (6 steps) before a burst holds it."""
+    rng = np.random.default_rng(4)
+    n, period = 480, 20
+    t = np.arange(n)
+    rate = rng.poisson(np.where(t % period < 2, 20.0, 2.0) * STEP) / STEP
+    latency = 100 + 400 * (t % period < 2) + rng.normal(0, 5, n)
+    times = 1_700_000_000.0 + STEP * t
+    online = OnlineForecaster(FakeLSTM(0.0))
+    before_burst = {}
+    for i in range(20, n):
+        lo = max(0, i - 239)
+        f = online.forecast(History(STEP, times[lo : i + 1], {LATENCY_MS: latency[lo : i + 1], RATE: rate[lo : i + 1]}))
+        if (i + 6) % period == 0:
+            before_burst[i] = (f.model, float(f.median(RATE)[5]), float(f.upper(RATE)[5]))
+    status = online.status()
+    assert status["model"] == "cycle" and status["reason"].startswith("cycle: rolling MAE")
+    assert status["reason"].endswith("rate cycle 300 s")  # the period it learned, named where it forecasts
+    late = [v for i, v in before_burst.items() if i > 360]
+    assert late and all(model == "cycle" and median > 12.0 and upper > 17.0 for model, median, upper in late)
+
+
+def test_where_the_lstm_cannot_forecast_the_rival_does_with_the_reason():
+    """A history shorter than the LSTM's window: the rival forecasts (calibrated like any of its forecasts) and
+    says why; the LSTM's own answers to series it should not forecast keep their labels (test_predictor_gaps)."""
+    class Short(FakeLSTM):
+        fallback = type("Fallback", (), {"name": "ewm"})()
+
+        def forecast(self, history):
+            f = super().forecast(history)
+            if len(history.times) < 16:
+                return Forecast(f.generated_at, STEP, STEP * HORIZON, f.quantiles, f.latency_ms, f.rate, "ewm",
+                                fallback_reason="history too short")
+            return f
+
+    online = OnlineForecaster(Short())
+    times = 1_700_000_000.0 + STEP * np.arange(10)
+    f = online.forecast(History(STEP, times, {LATENCY_MS: np.full(10, 100.0), RATE: np.full(10, 5.0)}))
+    assert f.model == "cycle" and f.fallback_reason == "history too short"
+    assert online.status()["reason"] == "cycle: the LSTM could not forecast: history too short"
+
+
+def test_the_rival_is_refitted_whenever_its_history_has_doubled():
+    """Fitted on the first sample and kept 40 forecasts, the rival was scored for 10 minutes with no band."""
+    from forescale_predictor.baseline_forecaster import BaselineForecaster
+
+    rival = BaselineForecaster("cycle", step_seconds=STEP, horizon_seconds=STEP * HORIZON, refit_every=40)
+    times = 1_700_000_000.0 + STEP * np.arange(100)
+    fitted_at = []
+    for n in range(1, 100):
+        rival.forecast(History(STEP, times[:n], {LATENCY_MS: np.full(n, 100.0), RATE: np.full(n, 5.0)}))
+        uses, length, _ = rival._fitted[1]
+        if uses == 1:
+            fitted_at.append(length)
+    assert fitted_at == [1, 2, 4, 8, 16, 32, 64]  # and every 40 forecasts past that: 72 would be next

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .base import Baseline
+from .cycle import Cycle
 from .ewm import EWMean
 from .last_value import LastValue
 from .linear_lags import LinearLags
@@ -13,6 +14,7 @@ BASELINES: dict[str, type[Baseline]] = {
     "seasonal": SeasonalNaive,
     "ewm": EWMean,
     "linear": LinearLags,
+    "cycle": Cycle,
 }
 
 
