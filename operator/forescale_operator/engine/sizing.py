@@ -49,7 +49,7 @@ OBSERVED_QUANTILE = 0.9
 class Demand:
     """Request rates the sizing works from, requests per second."""
 
-    #: the upper band at the step new pods of A would be ready
+    #: the upper band at the first step new pods of A would serve (the step ending after they are ready)
     at_ready: float
     #: upper band peak over the whole horizon (B's reserve), never below `observed`
     peak: float
@@ -70,9 +70,14 @@ def demand(forecast: Forecast | None, observed_rps: float | None, now: float, st
         finite = np.isfinite(upper)
         if finite.any():
             ready_at = now + startup_seconds
-            later = np.flatnonzero(finite & (times >= ready_at))
-            # The step at which a pod asked for now would be ready (the last one known when a
-            # start-up outlasts the horizon): later steps are asked for at later ticks.
+            later = np.flatnonzero(finite & (times > ready_at))
+            # The first step a pod asked for now would serve (the last one known when a start-up
+            # outlasts the horizon): later steps are asked for at later ticks. A step's rate is the
+            # load of the 15 s that end at its time, so a pod ready at `ready_at` serves from the step
+            # ending after it; the step ending at it is load from before the pod was ready. Taken at
+            # or after `ready_at` (until 7 December 2026), a start-up of a whole number of steps (90 s
+            # at 15 s) sized every pod one step late: on a burst every few minutes that the forecast
+            # saw coming, the pods came 15 s into it (docs/engine.md, section 5).
             best = int(later[0]) if later.size else int(np.flatnonzero(finite)[-1])
             base = observed or 0.0
             # Pods asked for now serve from `ready_at` on: what the load is then is what they
