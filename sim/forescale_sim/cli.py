@@ -56,7 +56,7 @@ def replay(
     max_replicas: int = typer.Option(100, "--max-replicas", help="The maxReplicas of every policy's pools."),
     profile: Optional[str] = typer.Option(None, "--profile", help="Service-time profile (default a100-opt-13b for token traces, t4-bert-base otherwise)."),
     compress: Optional[float] = typer.Option(None, "--compress", help="Time compression of rate traces (servegen default 24)."),
-    forecaster: str = typer.Option("lstm", "--forecaster", help="lstm (the packaged model), a baseline (last, seasonal, ewm, linear) or clairvoyant (reads the trace's arrivals ahead: the ceiling of any rate forecast)."),
+    forecaster: str = typer.Option("lstm", "--forecaster", help="lstm (the packaged model), a baseline (last, seasonal, ewm, linear, cycle) or clairvoyant (reads the trace's arrivals ahead: the ceiling of any rate forecast)."),
     spec: Optional[str] = typer.Option(None, "--spec", help="An InferenceDeployment (YAML/JSON) for the forescale policy; its slo comes from --slo-ms."),
     sets: Optional[list[str]] = typer.Option(None, "--set", metavar="PATH=VALUE", help="One field of the forescale policy's spec, after --spec (repeatable), e.g. --set traffic.overloadMaxPercent=0."),
     peer_utilization: str = typer.Option("0.7", "--peer-utilization", help="Every peer's per-pod target = U x the calibrated capacity at the SLO; 0 < U <= 1.5."),
