@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from .ewm import EWMean, _forward_fill, ewm_levels
+from .ewm import EWMean, forward_fill, ewm_levels
 
 #: the shortest period looked for: 4 steps (a minute at 15 s); shorter repeats are noise to a pod that starts in 90 s
 MIN_PERIOD_STEPS = 4
@@ -50,7 +50,7 @@ CYCLES = 3
 
 def detect_period(values: np.ndarray, min_steps: int = MIN_PERIOD_STEPS) -> int | None:
     """The period, in steps, of a 1-D series, or None when it shows none (module docstring)."""
-    filled = _forward_fill(np.asarray(values, dtype=np.float64).reshape(-1, 1))[:, 0]
+    filled = forward_fill(np.asarray(values, dtype=np.float64).reshape(-1, 1))[:, 0]
     filled = filled[np.isfinite(filled)]
     d = np.diff(filled)
     n = len(d)
@@ -102,7 +102,7 @@ class Cycle(EWMean):
         point = np.repeat(level[at][:, None, :], self.horizon, axis=1)
         if not self.period:
             return point
-        filled = _forward_fill(values[: int(at.max()) + 1])
+        filled = forward_fill(values[: int(at.max()) + 1])
         p = self.period
         steps = np.arange(1, self.horizon + 1)
         # for step h, the cycles j = first..first+CYCLES-1 back, first the nearest whose value at h's phase is known

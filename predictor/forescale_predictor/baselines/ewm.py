@@ -17,7 +17,7 @@ ALPHAS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 1.0)
 
 def ewm_levels(values: np.ndarray, alpha: float) -> np.ndarray:
     """Causal EWM of each column of values [T, F]; NaN carries the previous level."""
-    filled = _forward_fill(values)
+    filled = forward_fill(values)
     out = np.empty_like(filled)
     for f in range(filled.shape[1]):
         col = filled[:, f]
@@ -48,7 +48,8 @@ class EWMean(Baseline):
         return np.repeat(level[:, None, :], self.horizon, axis=1)
 
 
-def _forward_fill(values: np.ndarray) -> np.ndarray:
+def forward_fill(values: np.ndarray) -> np.ndarray:
+    """Each column [T, F] with a missing value carrying the last one seen (leading NaNs stay NaN)."""
     values = np.array(values, dtype=np.float64)
     for f in range(values.shape[1]):
         col = values[:, f]
