@@ -30,7 +30,10 @@ from .train_options import TrainOptions
 from .windowing import input_windows, target_windows
 
 DAY = 86400.0
+#: the models a backtest runs by default: the LSTM and the four baselines its accuracy goal is measured against
 ALL_MODELS = ("lstm", "last", "seasonal", "ewm", "linear")
+#: every model a backtest accepts: the defaults and `cycle`, the loop's rival (baselines/cycle.py)
+MODELS = ("lstm", *BASELINES)
 QUANTILES = (0.1, 0.5, 0.9)
 VALID_FRACTION = 0.25
 #: the q0.1-q0.9 band's nominal share
@@ -122,7 +125,7 @@ def run_backtest(
     """
     unknown = [m for m in models if m != "lstm" and m not in BASELINES]
     if unknown:
-        raise ValueError(f"unknown model(s) {unknown}; choose from {', '.join(ALL_MODELS)}")
+        raise ValueError(f"unknown model(s) {unknown}; choose from {', '.join(MODELS)}")
     values = np.asarray(values, dtype=np.float64)
     finite = np.isfinite(values)
     if len(values) == 0 or not finite.any():

@@ -25,7 +25,7 @@ def backtest(
     time_column: Optional[str] = typer.Option(None, "--time-column", help="Time column (default: timestamp / time)."),
     step: Optional[str] = typer.Option(None, "--step", help="Grid step, e.g. 60s or 1m (default: the series' own step; 15s for request traces)."),
     horizon: Optional[str] = typer.Option(None, "--horizon", help="Forecast horizon (default: the larger of 180s and 3 x step)."),
-    models: str = typer.Option("lstm,last,seasonal,ewm,linear", "--models", help="Comma-separated models to compare."),
+    models: str = typer.Option("lstm,last,seasonal,ewm,linear", "--models", help="Comma-separated models to compare (also: cycle, the loop's rival)."),
     train_fraction: float = typer.Option(0.7, "--train-fraction", min=0.1, max=0.95, help="Share of the series used for training."),
     epochs: int = typer.Option(30, "--epochs", min=1, help="Maximum LSTM training epochs (early stopping usually ends sooner)."),
     seed: int = typer.Option(0, "--seed", help="Random seed of the LSTM training."),
@@ -35,16 +35,16 @@ def backtest(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
     """Backtest the LSTM against baselines on one series."""
-    from .backtest import ALL_MODELS, run_backtest
+    from .backtest import MODELS, run_backtest
     from .errors import PredictorError
     from .train_options import TrainOptions
 
     step_s = duration(step, "--step")
     horizon_s = duration(horizon, "--horizon")
     chosen = tuple(m.strip() for m in models.split(",") if m.strip())
-    unknown = [m for m in chosen if m not in ALL_MODELS]
+    unknown = [m for m in chosen if m not in MODELS]
     if unknown or not chosen:
-        fail("backtest", f"unknown model(s) {unknown or models!r}; choose from {', '.join(ALL_MODELS)}")
+        fail("backtest", f"unknown model(s) {unknown or models!r}; choose from {', '.join(MODELS)}")
     try:
         from .series_input import read_series
 

@@ -71,7 +71,7 @@ def test_backtest_json_predictions_and_plot(series_csv, tmp_path, capsys):
     ("args", "message"),
     [
         (["--csv", "/nonexistent.csv"], "does not exist"),
-        (["--models", "lstm,prophet"], "unknown model"),
+        (["--models", "lstm,prophet"], "unknown model(s) ['prophet']; choose from lstm, last, seasonal, ewm, linear, cycle"),
         (["--step", "abc"], "cannot read duration"),
         (["--horizon", "100s"], "not a whole number"),
     ],
@@ -82,6 +82,14 @@ def test_backtest_bad_arguments(series_csv, capsys, args, message):
     assert code == 2
     assert message in err
     assert "Traceback" not in err and out == ""
+
+
+def test_backtest_takes_the_loops_rival(series_csv, capsys):
+    """`cycle` is not among the default models (the accuracy goal's four baselines), but a backtest runs it on request."""
+    code, out, err = run(["backtest", "--csv", str(series_csv), "--json", "--models", "lstm,ewm,cycle", *FAST], capsys)
+    assert code == 0, err
+    models = json.loads(out)["models"]
+    assert set(models) == {"lstm", "ewm", "cycle", "auto"} and models["cycle"]["mae"] > 0
 
 
 @pytest.mark.parametrize(
