@@ -123,7 +123,7 @@ def run_backtest(
     Bands are calibrated online by ACI (conformal.py), seeded with errors from
     the training part only.
     """
-    unknown = [m for m in models if m != "lstm" and m not in BASELINES]
+    unknown = [m for m in models if m not in MODELS]
     if unknown:
         raise ValueError(f"unknown model(s) {unknown}; choose from {', '.join(MODELS)}")
     values = np.asarray(values, dtype=np.float64)

@@ -101,7 +101,6 @@ class OnlineForecaster:
             candidates[self.name] = own
         leader = self.selector.choose()
         rival = self.models[1]
-        learned = ", ".join(f"{t} {label}" for t, label in self.baseline.fitted_labels().items())
         if own.model == self.fallback:
             # the LSTM could not forecast (history too short, a long gap): the loop's rival does, calibrated
             chosen, used = replace(base, fallback_reason=own.fallback_reason), rival
@@ -112,6 +111,7 @@ class OnlineForecaster:
         elif leader == self.name:
             chosen, used, why = own, self.name, self.selector.reason()
         else:
+            learned = ", ".join(f"{t} {label}" for t, label in self.baseline.fitted_labels().items())
             chosen, used, why = base, rival, self.selector.reason() + (f"; {learned}" if learned else "")
         entry: dict[str, dict] = {}
         issued: dict[str, dict] = {}
