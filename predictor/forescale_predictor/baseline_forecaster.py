@@ -73,15 +73,39 @@ class BaselineForecaster:
                 out[TARGET_NAMES[f]] = model.label
         return out
 
+    def horizon_errors(self, history: History, target: str, count: int) -> np.ndarray:
+        """The absolute errors at the horizon of the model kept for `target`, had it forecast from each of
+        the last origins whose horizon `history` covers: at most `count`, oldest first, outcomes that were
+        not observed left out. Each forecast reads only the history up to its origin."""
+        f = TARGET_NAMES.index(target)
+        if f not in self._fitted:
+            return np.zeros(0)
+        model = self._fitted[f][2]
+        history = on_step(history, self.step_seconds)
+        raw = feature_matrix(history, TARGET_NAMES)[:, f]
+        times = np.asarray(history.times, dtype=np.float64)
+        seen = np.flatnonzero(np.isfinite(raw))
+        if seen.size == 0:
+            return np.zeros(0)
+        col, col_times, truth = raw[seen[0]:, None], times[seen[0]:], raw[seen[0]:]
+        at = np.arange(max(model.min_history - 1, 0), len(col) - self.horizon)
+        if at.size == 0:
+            return np.zeros(0)
+        median = model.predict_origins(col, col_times, at)[:, self.quantiles.index(0.5), -1, 0]
+        errors = np.abs(truth[at + self.horizon] - median)
+        return errors[np.isfinite(errors)][-count:] if count > 0 else np.zeros(0)
+
     def forecast_many(self, histories: Sequence[History]) -> list[Forecast]:
         """One forecast per history (baselines are cheap; no batching needed)."""
         return [self.forecast(h) for h in histories]
 
     def _fitted_model(self, f: int, col: np.ndarray, col_times: np.ndarray):
         uses, length, model = self._fitted.get(f, (0, 0, None))
-        # Refit every `refit_every` forecasts, and whenever the history has doubled since the last fit: a model
-        # fitted on the first few samples of a series (no band yet, a default smoothing) is not kept for long.
-        if model is None or uses >= self.refit_every or len(col) < model.min_history or len(col) >= 2 * length:
+        # Refit every `refit_every` forecasts, whenever the history has doubled since the last fit (a model
+        # fitted on the first few samples of a series, with no band yet and a default smoothing, is not kept
+        # for long), and whenever the model says the history has outgrown it (a cycle that has shown itself).
+        if (model is None or uses >= self.refit_every or len(col) < model.min_history or len(col) >= 2 * length
+                or model.stale(col)):
             model = self._model_for(len(col), float(col_times[-1] - col_times[0]), counts=TARGET_NAMES[f] == RATE)
             model.fit(col, col_times)
             uses, length = 0, len(col)

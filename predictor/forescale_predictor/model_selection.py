@@ -54,6 +54,12 @@ class ModelSelector:
         if np.isfinite(abs_error):
             self.errors[(model, target)].append(float(abs_error))
 
+    def rescore(self, model: str, target: str, abs_errors: np.ndarray) -> None:
+        """Replace `model`'s errors on `target` (oldest first): the model changed, and the errors of the one
+        it replaced say nothing of it."""
+        errs = np.asarray(abs_errors, dtype=np.float64)
+        self.errors[(model, target)] = deque((float(e) for e in errs[np.isfinite(errs)]), maxlen=self.window)
+
     def _mae(self, model: str, target: str) -> float | None:
         errs = self.errors[(model, target)]
         return float(np.mean(errs)) if errs else None

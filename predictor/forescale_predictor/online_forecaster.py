@@ -45,7 +45,8 @@ from .model_selection import ModelSelector
 #: how many of its own scored forecasts the rolling coverage and MAE in status cover
 STATUS_WINDOW = 240
 #: the rival refits its parameters, band and period every this many ticks (10 minutes at 15 s), not every tick,
-#: and whenever its history has doubled since its last fit (baseline_forecaster.py)
+#: whenever its history has doubled since its last fit, and on the tick its history shows another period
+#: (`Cycle.stale`, a 0.05 ms check; baseline_forecaster.py)
 REFIT_EVERY = 40
 
 
@@ -78,6 +79,8 @@ class OnlineForecaster:
         self.used_errors = {t: deque(maxlen=STATUS_WINDOW) for t in TARGETS}
         self.used: str | None = None
         self.why: str = "no forecast yet"
+        #: what the rival's kept models called themselves last tick (a cycle's period), per target
+        self.rival_labels: dict[str, str] = {}
 
     @property
     def calibrates(self) -> bool:
@@ -96,6 +99,7 @@ class OnlineForecaster:
         self._score(grid)
         own = self.primary.forecast(grid)
         base = self.baseline.forecast(grid)
+        self._rescore_if_changed(grid)
         candidates = {self.models[1]: base}
         if own.model == self.name:
             candidates[self.name] = own
@@ -122,6 +126,20 @@ class OnlineForecaster:
         if used not in issued:
             return chosen
         return _with_bands(chosen, issued[used], self.quantiles)
+
+    def _rescore_if_changed(self, grid: History) -> None:
+        """When the rival's model changed (a cycle found, changed or lost), its rolling errors are those of
+        the model it replaced: re-score it over the same origins, each forecast from the history before it,
+        so the selection compares the LSTM with the rival that forecasts now. Without this, on a 30 s burst
+        every 5 minutes (the periodic replay at seed 0), the cycle found at 1,560 s led from 1,965 s: its
+        errors as the EWM level had to be outweighed first, and the LSTM answered each burst after it began."""
+        labels = self.baseline.fitted_labels()
+        rival = self.models[1]
+        for target in TARGETS:
+            if labels.get(target) != self.rival_labels.get(target):
+                count = len(self.selector.errors[(rival, target)])
+                self.selector.rescore(rival, target, self.baseline.horizon_errors(grid, target, count))
+        self.rival_labels = labels
 
     def _calibrate(self, model: str, fc: Forecast) -> tuple[dict, dict]:
         """(what to score later, the calibrated low/high arrays) per target of one model's forecast."""

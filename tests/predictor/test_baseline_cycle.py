@@ -129,3 +129,17 @@ def test_the_band_holds_the_noise_around_the_cycle_not_the_bursts():
     ewm, _ = _fit("ewm", series)
     width = lambda m: float(m.residual_quantiles[-1, 6, 0] - m.residual_quantiles[0, 6, 0])  # noqa: E731
     assert cycle.min_history == 21 and width(cycle) < 0.6 * width(ewm)
+
+
+@pytest.mark.parametrize(("fitted_on", "now", "stale"), [
+    (counts(bursts(20))[:50], counts(bursts(20)), True),    # fitted before three cycles: now one shows
+    (counts(bursts(20)), counts(bursts(20), seed=1), False),  # the same period in other noise
+    (counts(bursts(20)), counts(bursts(28)), True),           # the period moved
+    (counts(bursts(20)), counts(np.full(N, 2.0)), True),      # the cycle is gone
+    (counts(np.full(N, 2.0)), counts(np.full(N, 2.0), seed=2), False),
+])
+def test_a_cycle_is_stale_when_the_history_shows_another_period(fitted_on, now, stale):
+    model, _ = _fit("cycle", fitted_on)
+    assert model.stale(now[:, None]) is stale
+    ewm, _ = _fit("ewm", fitted_on)
+    assert ewm.stale(now[:, None]) is False  # a baseline with nothing to find waits for its next fit

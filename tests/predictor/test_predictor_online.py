@@ -182,3 +182,66 @@ def test_the_rival_is_refitted_whenever_its_history_has_doubled():
         if uses == 1:
             fitted_at.append(length)
     assert fitted_at == [1, 2, 4, 8, 16, 32, 64]  # and every 40 forecasts past that: 72 would be next
+
+
+def _periodic(n=480, period=20, seed=4):
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    rate = rng.poisson(np.where(t % period < 2, 20.0, 2.0) * STEP) / STEP
+    latency = 100 + rng.normal(0, 5, n)  # the pods hold the bursts: latency shows no cycle
+    return 1_700_000_000.0 + STEP * t, latency, rate
+
+
+def test_the_rival_leads_from_the_tick_its_cycle_shows():
+    """Refitted on the tick the period shows (not at the next scheduled fit) and re-scored as the model it now
+    is (not carrying the errors of the level it was), the cycle forecasts the next burst from then on. Before,
+    on this series, it led 121 ticks after its period showed: thirty minutes, six whole cycles."""
+    from forescale_predictor.baselines.cycle import detect_period
+
+    times, latency, rate = _periodic()
+    primary = FakeLSTM(0.0)
+    primary.forecast = _at_base(primary.forecast)  # ahead of the level, blind to the bursts: an LSTM's window
+    online = OnlineForecaster(primary)
+    shown = led = None
+    for i in range(20, len(times)):
+        lo = max(0, i - 239)
+        f = online.forecast(History(STEP, times[lo : i + 1], {LATENCY_MS: latency[lo : i + 1], RATE: rate[lo : i + 1]}))
+        if shown is None and detect_period(rate[lo : i + 1]) == 20:
+            shown = i
+            assert online.baseline.fitted_labels() == {RATE: "cycle 300 s"}  # refitted on this very tick
+        if led is None and f.model == "cycle":
+            led = i
+    assert shown is not None and led is not None and led - shown <= 1
+
+
+def _at_base(forecast):
+    def at_base(history):
+        f = forecast(history)
+        for t, base in ((LATENCY_MS, 100.0), (RATE, 2.0)):
+            for q, off in ((0.1, -1.0), (0.5, 0.0), (0.9, 1.0)):
+                f._target(t)[q][:] = base + off
+        return f
+    return at_base
+
+
+@pytest.mark.parametrize(("cut", "count"), [(200, 50), (239, 500), (120, 0)])
+def test_a_rescored_rival_reads_only_the_history_before_each_origin(cut, count):
+    """Each re-scored error is the kept model's forecast from its origin's past against the outcome a horizon
+    later: changing what follows an outcome changes no error before it."""
+    from forescale_predictor.baseline_forecaster import BaselineForecaster
+
+    times, latency, rate = _periodic(n=240)
+    rival = BaselineForecaster("cycle", step_seconds=STEP, horizon_seconds=STEP * HORIZON, quantiles=(0.1, 0.5, 0.9),
+                               refit_every=40)
+    history = History(STEP, times, {LATENCY_MS: latency, RATE: rate})
+    rival.forecast(history)
+    errors = rival.horizon_errors(history, RATE, count)
+    assert len(errors) == min(count, 240 - HORIZON - 20)  # origins from one whole cycle on (min_history 21)
+    changed = rate.copy()
+    changed[cut:] += 50.0
+    again = rival.horizon_errors(History(STEP, times, {LATENCY_MS: latency, RATE: changed}), RATE, count)
+    # the origins whose outcome (origin + HORIZON) is before the cut keep their errors
+    unchanged = len(errors) - (240 - cut)
+    if unchanged > 0:
+        np.testing.assert_array_equal(again[:unchanged], errors[:unchanged])
+    assert len(again) == len(errors) and (len(errors) == 0 or not np.array_equal(again, errors))

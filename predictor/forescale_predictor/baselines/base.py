@@ -67,6 +67,10 @@ class Baseline(ABC):
         """How this baseline names itself in results."""
         return self.name
 
+    def stale(self, values: np.ndarray) -> bool:
+        """Whether the history [T, F] calls for a refit before the next scheduled one; most never do."""
+        return False
+
     def fit(self, values: np.ndarray, times: np.ndarray) -> "Baseline":
         """Fit parameters and the band on a training part [T, F]."""
         values = _as_2d(values)

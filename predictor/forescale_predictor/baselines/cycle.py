@@ -60,8 +60,8 @@ def detect_period(values: np.ndarray, min_steps: int = MIN_PERIOD_STEPS) -> int 
     power = float(d @ d)
     if power <= 0:
         return None
-    lags = np.arange(1, 2 * (n // 3) + 2)
-    acf = np.array([float(d[lag:] @ d[:-lag]) / power for lag in lags])
+    # all lags at once (np.correlate): cheap enough to look for a period on every tick (`Cycle.stale`)
+    acf = np.correlate(d, d, mode="full")[n : n + 2 * (n // 3) + 1] / power  # acf[lag - 1] is lag's
     line = max(MIN_ACF, 4.0 / math.sqrt(n))
     # a period is a local peak of the autocorrelation, over the line at one and at two periods: three cycles seen
     peaks = [lag for lag in range(min_steps, n // 3 + 1)
@@ -91,6 +91,12 @@ class Cycle(EWMean):
     @property
     def label(self) -> str:
         return f"cycle {self.period * self.step_seconds:g} s" if self.period else self.name
+
+    def stale(self, values: np.ndarray) -> bool:
+        """The history now shows another period than the one fitted (or one where none was, or none):
+        refit now rather than at the next scheduled fit. Checked every tick, the next burst is forecast
+        from the tick its cycle shows itself, not up to a refit interval later."""
+        return detect_period(values[:, 0]) != self.period
 
     def _fit_params(self, values: np.ndarray, times: np.ndarray) -> None:
         super()._fit_params(values, times)
