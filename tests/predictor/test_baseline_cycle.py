@@ -135,7 +135,7 @@ def test_the_band_holds_the_noise_around_the_cycle_not_the_bursts():
     (counts(bursts(20))[:50], counts(bursts(20)), True),    # fitted before three cycles: now one shows
     (counts(bursts(20)), counts(bursts(20), seed=1), False),  # the same period in other noise
     (counts(bursts(20)), counts(bursts(28)), True),           # the period moved
-    (counts(bursts(20)), counts(np.full(N, 2.0)), True),      # the cycle is gone
+    (counts(bursts(20)), counts(np.full(N, 2.0)), False),     # gone: kept to the scheduled fit (no flapping)
     (counts(np.full(N, 2.0)), counts(np.full(N, 2.0), seed=2), False),
 ])
 def test_a_cycle_is_stale_when_the_history_shows_another_period(fitted_on, now, stale):
