@@ -59,14 +59,15 @@ def test_the_model_ahead_forecasts_and_status_says_why(bias, leader, reason):
     assert models[-1] == leader
 
 
-def _oracle(forecast):
-    def at_mean(history):
+def _oracle(forecast, rate=20.0):
+    """The forecast pinned at a level (+-1): the series' mean (what `run` draws around), or any other."""
+    def at_level(history):
         f = forecast(history)
-        for t, mean in ((LATENCY_MS, 100.0), (RATE, 20.0)):
+        for t, level in ((LATENCY_MS, 100.0), (RATE, rate)):
             for q, off in ((0.1, -1.0), (0.5, 0.0), (0.9, 1.0)):
-                f._target(t)[q][:] = mean + off
+                f._target(t)[q][:] = level + off
         return f
-    return at_mean
+    return at_level
 
 
 @pytest.mark.parametrize("half", [0.5, 30.0])
@@ -200,7 +201,7 @@ def test_the_rival_leads_from_the_tick_its_cycle_shows():
 
     times, latency, rate = _periodic()
     primary = FakeLSTM(0.0)
-    primary.forecast = _at_base(primary.forecast)  # ahead of the level, blind to the bursts: an LSTM's window
+    primary.forecast = _oracle(primary.forecast, rate=2.0)  # the base between bursts, blind to them: an LSTM's window
     online = OnlineForecaster(primary)
     shown = led = None
     for i in range(20, len(times)):
@@ -212,16 +213,6 @@ def test_the_rival_leads_from_the_tick_its_cycle_shows():
         if led is None and f.model == "cycle":
             led = i
     assert shown is not None and led is not None and led - shown <= 1
-
-
-def _at_base(forecast):
-    def at_base(history):
-        f = forecast(history)
-        for t, base in ((LATENCY_MS, 100.0), (RATE, 2.0)):
-            for q, off in ((0.1, -1.0), (0.5, 0.0), (0.9, 1.0)):
-                f._target(t)[q][:] = base + off
-        return f
-    return at_base
 
 
 @pytest.mark.parametrize(("cut", "count"), [(200, 50), (239, 500), (120, 0)])
