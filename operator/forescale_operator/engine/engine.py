@@ -404,7 +404,11 @@ def _size(spec: InferenceSpec, state: EngineState, obs: Observations, dem: sizin
     upper = sizing.window_margin(dem.at_ready, params.slo_window_seconds, q)
     observed = sizing.window_margin(dem.observed, params.slo_window_seconds, q)
     reserve = spec.warm_reserve_percent / 100.0
-    load_a = share_a / 100.0 * max(observed, (1.0 - reserve) * upper)
+    expected = sizing.window_margin(dem.expected, params.slo_window_seconds, q)
+    # B's reserve is headroom for the band above the expected load, never the expected load itself: sized at
+    # (1 - reserve) x upper alone, A was short of what a narrow band expected, and every rise of a cycle the
+    # forecast knew met a miss before the overload shift (docs/engine.md, section 5)
+    load_a = share_a / 100.0 * max(observed, expected, (1.0 - reserve) * upper)
     # B is sized for the incident's split, not for an overload shift: that shift lasts until A's starting
     # pods are ready, when pods started for B now would be ready too, and are no longer wanted. B's reserve
     # is what takes it. Sized for the shift as well, B started pods for shifts that were over when they came:

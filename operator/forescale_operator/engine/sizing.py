@@ -12,9 +12,11 @@
   on the ticks' rates and already holds most of that noise, and counted twice
   it cost 21 of the frontier's 432 goals for +4.1% GPU-hours (docs/frontier.md,
   "The violation goal and the traffic's own noise").
-- Pool A carries its share of the larger of the observed rate and
-  `(1 - warmReservePercent)` of the upper band: B's ready reserve is A's
-  headroom (an overload shift moves the excess to it at once), not an extra.
+- Pool A carries its share of the largest of the observed rate, the median
+  forecast at that step (the expected load) and `(1 - warmReservePercent)` of
+  the upper band: B's ready reserve is A's headroom (an overload shift moves
+  the excess to it at once), not an extra, and headroom for what the forecast
+  is unsure of, never for the load it expects (docs/engine.md, section 5).
 - Pool B holds `warmReservePercent` of the upper band, or its share of the
   demand during an incident.
 - A pool needs the fewest pods whose predicted latency at that load meets the
@@ -51,6 +53,8 @@ class Demand:
 
     #: the upper band at the first step new pods of A would serve (the step ending after they are ready)
     at_ready: float
+    #: the median forecast at that step (the observed rate without a forecast)
+    expected: float
     #: upper band peak over the whole horizon (B's reserve), never below `observed`
     peak: float
     #: the total rate observed now (0 when unknown)
@@ -84,11 +88,13 @@ def demand(forecast: Forecast | None, observed_rps: float | None, now: float, st
             # are for, not the load now (a burst shorter than a start-up is over before they
             # are ready; B's reserve and the overload shift take it meanwhile).
             at_ready = float(upper[best])
+            median = float(np.asarray(forecast.median(RATE), dtype=float)[best])
+            expected = median if math.isfinite(median) else at_ready
             peak = max(float(np.nanmax(upper[finite])), base)
-            return Demand(at_ready, peak, base, float(times[best] - now), "forecast")
+            return Demand(at_ready, expected, peak, base, float(times[best] - now), "forecast")
     if observed is None:
         return None
-    return Demand(observed, observed, observed, None, "observed")
+    return Demand(observed, observed, observed, observed, None, "observed")
 
 
 def window_margin(rate_rps: float, window_seconds: float, quantile: float) -> float:

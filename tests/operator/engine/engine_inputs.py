@@ -92,8 +92,10 @@ def build_forecast(
     step: float = 15.0,
     horizon: float = 180.0,
     model: str = "lstm",
+    median_ratio: float = 0.8,
 ) -> Forecast:
-    """A forecast generated at `now`; scalars fill the horizon, lists give one value per step."""
+    """A forecast generated at `now`; scalars fill the horizon, lists give one value per step. The rate's
+    median is `median_ratio` of its upper band (how wide the band is)."""
     steps = int(round(horizon / step))
 
     def series(v: float | list[float]) -> np.ndarray:
@@ -105,6 +107,6 @@ def build_forecast(
     return Forecast(
         generated_at=now, step_seconds=step, horizon_seconds=horizon, quantiles=(0.1, 0.5, 0.9),
         latency_ms={0.1: lat * 0.6, 0.5: lat * 0.8, 0.9: lat},
-        rate={0.1: rate * 0.6, 0.5: rate * 0.8, 0.9: rate},
+        rate={0.1: rate * min(0.6, median_ratio), 0.5: rate * median_ratio, 0.9: rate},
         model=model,
     )

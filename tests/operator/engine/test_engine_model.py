@@ -40,14 +40,14 @@ class Scenario:
             self.at(healthy_ms(37.5))
 
     def at(self, latency, rate=300.0, a=(8, 8), b=(2, 2), over=None, forecast=None, a_extra=None, params=PARAMS,
-           b_extra=None):
+           b_extra=None, median_ratio=0.8):
         w = self.state.weights
         obs = build_obs(t=self.t, rate=rate, latency=latency, a=a, b=b, weights=(w["a"], w["b"]), a_extra=a_extra,
                         b_extra=b_extra)
         if over is not None:
             from dataclasses import replace
             obs = replace(obs, over_slo_fraction=over)
-        fc = build_forecast(self.t, rate if forecast is None else forecast)
+        fc = build_forecast(self.t, rate if forecast is None else forecast, median_ratio=median_ratio)
         d = self.tick(self.spec, self.state, obs, fc, params)
         self.state = EngineState.from_status(json.loads(json.dumps(d.state.to_status()))) if self.restart else d.state
         self.t += 15.0
@@ -480,6 +480,23 @@ def test_the_reserve_is_as_headroom_not_an_extra(tick, reserve, a_pods, b_pods):
     d = s.at(healthy_ms(30.0), rate=300.0, a=(10, 10), b=(1, 1), forecast=900.0)
     assert (d.desired_replicas["a"], d.desired_replicas["b"]) == (a_pods, b_pods)
 
+
+
+@pytest.mark.parametrize("reserve, median_ratio, a_pods", [
+    (20, 0.5, 15),   # a wide band: A carries 80% of it, B's reserve the rest
+    (20, 0.8, 15),   # the median at 80% of the band: the same
+    (20, 0.97, 18),  # a tight band (a cycle the forecast knows): A carries the expected load, 873 rps
+    (40, 0.5, 11),   # a larger reserve takes more of a wide band
+    (40, 0.97, 18),  # but never the expected load itself
+    (0, 0.97, 19),   # no reserve: the whole band
+])
+def test_a_carries_the_expected_load_and_the_reserve_the_band_above_it(tick, reserve, median_ratio, a_pods):
+    """B's reserve is A's headroom for what the forecast is unsure of. Sized at 80% of a band only a few
+    req/s wide, A was short on every rise of a smooth cycle the forecast knew, and each miss met a knee
+    sharper than the model's before the overload shift came (docs/engine.md, section 5)."""
+    s = Scenario(tick, spec=build_spec(warmReservePercent=reserve))
+    d = s.at(healthy_ms(30.0), rate=300.0, a=(10, 10), b=(1, 1), forecast=900.0, median_ratio=median_ratio)
+    assert d.desired_replicas["a"] == a_pods
 
 
 @pytest.mark.parametrize("prior_b, b_pods", [
