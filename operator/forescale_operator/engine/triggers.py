@@ -31,7 +31,7 @@ model's capacity (the pods should cope):
   The one trigger an overload does not excuse: load does not slow a device per
   unit of work (a bigger batch makes it faster per item), so pods that carry
   more than the model's capacity and whose device also slowed have changed;
-- errors: the share rejected or failed is over `errorRatePercent`, unless
+- errors: the share of A's requests rejected or failed is over `errorRatePercent`, unless
   latency is over the target, the pods' clock says the device runs at its
   usual speed (below) and the queue or the latency drains (see Draining):
   those errors are requests that waited past the route's timeout in a burst's
@@ -188,17 +188,6 @@ def overall_latency(obs: Observations) -> float | None:
     return max(pools) if pools else None
 
 
-def error_rate(obs: Observations) -> float | None:
-    """Share of requests rejected or failed over both pools, weighted by rate."""
-    pairs = [(p.rate_rps, p.error_rate) for p in (obs.a, obs.b) if p.error_rate is not None]
-    if not pairs:
-        return None
-    weighted = [(r, e) for r, e in pairs if r is not None and r > 0]
-    if weighted:
-        return sum(r * e for r, e in weighted) / sum(r for r, _ in weighted)
-    return max(e for _, e in pairs)
-
-
 def _burn(history: tuple[float, ...], ticks: int, budget: float) -> float:
     """The budget burned over the last `ticks` ticks with traffic, in units of the budget. Ticks the history
     does not hold yet (a resource's first minutes) burned nothing: averaged over the ticks there were, the
@@ -290,7 +279,10 @@ def check(
             f"{params.burn_short_ticks} ticks and {long:.1f}x over {params.burn_long_ticks}; a {q} "
             f"{health.latency_ms:.0f} ms vs the model's {health.predicted_ms:.0f} ms at {load}{health.clock_text()}")))
 
-    err = error_rate(obs)
+    # A's own share: B's errors are not A's pods changing. Over both pools, B's timeouts while it
+    # carried an overload shift, 3x slower for 10 minutes (ServeGen m-mid at 10x), read 8.2% and
+    # started the playbook on A's healthy pods: int8 on A and 28-30% of the traffic to the slow B.
+    err = obs.a.error_rate
     limit = spec.emergency.error_rate_percent / 100.0
     # Errors whose latency is over the target, on a device at its usual speed, while the queue or the
     # latency drains, are timeouts of a burst's queue (latency cut short): load. Without the drain they
@@ -329,7 +321,7 @@ def check(
     note = None
     excused = errors_over and timeouts
     if cope and not pods and hurt and (health.ratio > line or excused):
-        errors = f", and {err * 100:.1f}% of requests timed out behind a draining queue" if excused else ""
+        errors = f", and {err * 100:.1f}% of its requests timed out behind a draining queue" if excused else ""
         note = (f"A's {q} {health.latency_ms:.0f} ms is {health.ratio:.1f}x the model's {health.predicted_ms:.0f} ms at "
                 f"{load}{errors}, but the device runs at {health.clock_ratio:.2f}x its usual time per unit (within "
                 f"{health.clock_line:.2f}x): load, answered by pods and B's reserve, not the playbook")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 import json
 import math
 import random
+import re
+from dataclasses import replace
 
 import pytest
 
@@ -155,9 +155,23 @@ def test_errors_start_the_playbook_unless_they_are_a_draining_queues_timeouts(ti
     if starts:
         assert "playbook: errors" in started[0]
     else:
-        # 16%: the share over both pools, B's requests (none failed) included
-        assert any("and 16.0% of requests timed out behind a draining queue, but the device runs at" in r
+        # 20%: A's own share (B's requests are not A's pods)
+        assert any("and 20.0% of its requests timed out behind a draining queue, but the device runs at" in r
                    for r in ds[1].reasons)
+
+
+@pytest.mark.parametrize("pool, starts", [
+    ("a", True),   # A's own requests failing: its pods changed
+    ("b", False),  # B's, while it carries 20% (an overload shift): not A's pods; 10% over both pools
+])
+def test_only_as_own_errors_start_the_playbook(tick, pool, starts):
+    s = Scenario(tick)
+    s.warm()
+    s.state = replace(s.state, weights={"a": 80, "b": 20})
+    failing = {"error_rate": 0.5}
+    d = s.at(healthy_ms(37.5), rate=300.0, a_extra=failing if pool == "a" else None,
+             b_extra=failing if pool == "b" else None)
+    assert (Reason.EMERGENCY_STARTED in reasons(d)) == starts
 
 
 def test_the_clock_survives_a_restart_from_status(tick):
