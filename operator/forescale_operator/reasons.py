@@ -54,6 +54,8 @@ class Reason(str, Enum):
     PRECISION_RESTORED = "PrecisionRestored"
     #: A's ready pods cannot carry the load yet and B's idle reserve takes the excess (not an incident)
     OVERLOAD = "Overload"
+    #: pool B's pods failed the requests a shift gave them: no shift to B for a while (outlier ejection)
+    BACKUP_EJECTED = "BackupEjected"
     #: a pool's fitted latency model contradicts its prior (annotation or load test): the pods win
     CAPACITY_LEARNED = "CapacityLearned"
     #: Prometheus is unreachable or returned nothing, or no Prometheus URL is configured at all; replicas are held
@@ -77,8 +79,8 @@ class Reason(str, Enum):
 
 #: reasons posted as Warning events; all others are Normal
 WARNING_REASONS = frozenset(
-    {Reason.EMERGENCY_STARTED, Reason.OVERLOAD, Reason.CUTBACK_ABORTED, Reason.METRICS_UNAVAILABLE, Reason.INVALID_SPEC,
-     Reason.FORECAST_SPIKE, Reason.ADMIN_PORT_INVALID, Reason.CHILD_CONFLICT, Reason.ROOT_CAUSE_SUSPECTED,
+    {Reason.EMERGENCY_STARTED, Reason.OVERLOAD, Reason.BACKUP_EJECTED, Reason.CUTBACK_ABORTED,
+     Reason.METRICS_UNAVAILABLE, Reason.INVALID_SPEC, Reason.FORECAST_SPIKE, Reason.ADMIN_PORT_INVALID, Reason.CHILD_CONFLICT, Reason.ROOT_CAUSE_SUSPECTED,
      Reason.ADOPTION_REFUSED, Reason.ANNOTATION_IGNORED, Reason.ADMIN_TOKEN_MISSING}
 )
 

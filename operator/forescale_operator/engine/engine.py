@@ -19,7 +19,7 @@ from forescale_operator.reasons import Reason
 from forescale_operator.spec import InferenceSpec
 from forescale_predictor.forecast_types import Forecast
 
-from . import budget, cutback, learning, playbook, preview, sizing, triggers
+from . import budget, cutback, ejection, learning, playbook, preview, sizing, triggers
 from .latency_model import PoolModel
 from .pod_clock import PodClock
 from .report import conditions, phase_for, scale_events, summary
@@ -85,9 +85,21 @@ def decide(
         tick.events.append(Event(Reason.FORECAST_SPIKE, "Size for the " + next(
             t.message for t in check.fired if t.kind == triggers.FORECAST)))
 
+    # B out of the shifts while its pods fail the requests they are given (ejection.py).
+    b_failing = ejection.failing(spec, obs)
+    ejected = ejection.advance(state.learned.ejection, b_failing, bool(obs.b.rate_rps), now)
+    b_out = (f"{ejected.why}; b ejected from the shifts for {ejected.until - now:.0f} s more" if ejected.active(now)
+             else None)
+    if ejected is not state.learned.ejection and ejected.active(now):
+        b = params.pool_name("b")
+        tick.events.append(Event(Reason.BACKUP_EJECTED, (
+            f"Eject {b} from the traffic shifts for {ejected.until - now:.0f} s ({ejected.count} in a row): {b_failing}")))
+    elif b_out:
+        tick.reasons.append(b_out)
+
     # 3. Incident: start the playbook, or move recovery and the cut-back on.
     cap_b = models["b"].capacity(target, params.speed(spec.b.precision), health=1.0)
-    limit = playbook.shift_limit(spec, obs, cap_b, params)
+    limit = playbook.shift_limit(spec, obs, cap_b, params, ejected=b_out)
     if inc.stage is None and check.starting:
         _start_incident(spec, tick, check, obs, models["a"], limit, now, params)
     elif inc.stage is not None:
@@ -102,7 +114,7 @@ def decide(
         cap_a = models["a"].capacity(target, params.speed(precision["a"]), health=h_now)
         ready_a, missed_note = _ready_capacity_a(spec, obs, obs.a.ready_replicas * cap_a * stretch, target, a_missed)
         weight_b, actions, events = playbook.overload_shift(spec, obs, tick.weight_b, ready_a, cap_b, params,
-                                                            missed_note)
+                                                            missed_note, b_out)
         tick.weight_b = weight_b
         tick.actions += actions
         tick.events += events
@@ -182,6 +194,7 @@ def decide(
         contradicted=contradicted,
         stretch=stretch,
         spent=spent,
+        ejection=ejected,
     )
     new_state = EngineState(weights=weights, incident=tick.incident, learned=learned)
     label = triggers.quantile_label(spec.slo.quantile)

@@ -43,11 +43,14 @@ class ShiftLimit:
 
 
 def shift_limit(spec: InferenceSpec, obs: Observations, cap_b: float, params: EngineParams,
-                wanted: int | None = None) -> ShiftLimit:
+                wanted: int | None = None, ejected: str | None = None) -> ShiftLimit:
     """The share of traffic B can take now, up to `wanted` (the emergency split by default):
-    the agreement gate, then the capacity gate."""
+    the ejection gate (`ejected` says why B is out, ejection.py), the agreement gate, then the
+    capacity gate."""
     wanted = spec.traffic.emergency_weight_percent if wanted is None else wanted
     ready_capacity = obs.b.ready_replicas * cap_b
+    if ejected:
+        return ShiftLimit(0, ejected, ready_capacity)
     min_agreement = spec.emergency.min_agreement
     agreement = obs.b.agreement
     if agreement is not None and agreement < min_agreement:
@@ -193,6 +196,7 @@ def overload_shift(
     cap_b: float,
     params: EngineParams,
     missed: str | None = None,
+    ejected: str | None = None,
 ) -> tuple[int, list[Action], list[Event]]:
     """Rule 2's overload answer: while A's ready pods cannot carry the load, send the
     excess to B's idle reserve (within B's gates), never less while A's new pods are
@@ -218,7 +222,7 @@ def overload_shift(
     bounded = f"traffic.overloadMaxPercent {most}" if wanted > most else None
     wanted = min(wanted, most)
     if wanted > 0:
-        limit = shift_limit(spec, obs, cap_b, params, wanted)
+        limit = shift_limit(spec, obs, cap_b, params, wanted, ejected)
         new_b = limit.percent
         if new_b == current_b:
             return current_b, [], []
@@ -228,7 +232,8 @@ def overload_shift(
         if current_b == 0:
             msg = f"Overload: shift {new_b}% to {b} until {a} has pods for it: {why}"
             return new_b, [shift_action(new_b, msg)], [Event(Reason.OVERLOAD, msg)]
-        msg = f"Shift {new_b}% to {b} (was {current_b}%), overload: {why}"
+        msg = (f"Shift {new_b}% to {b} (was {current_b}%), overload: {why}" if new_b else
+               f"Return all traffic to {a} (b was {current_b}%), overload: {why}")
         return new_b, [shift_action(new_b, msg)], [Event(Reason.TRAFFIC_SHIFTED, msg)]
     if current_b == 0:
         return 0, [], []

@@ -21,6 +21,7 @@ from typing import Any, Mapping
 from forescale_operator.phase import Phase
 
 from .codec import StateError, decode, encode
+from .ejection import Ejection
 from .latency_model import PoolModel
 from .pod_clock import PodClock
 
@@ -88,6 +89,8 @@ class Learned:
     stretch: float = 1.0
     #: share of requests over the SLO at each recent tick outside incidents, oldest first (budget.py)
     spent: tuple[float, ...] = ()
+    #: B out of the shifts for a while after its pods failed the requests a shift gave them (ejection.py)
+    ejection: Ejection = field(default_factory=Ejection)
 
 
 @dataclass(frozen=True)

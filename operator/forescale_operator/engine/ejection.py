@@ -1,0 +1,84 @@
+"""B's ejection: the backup pool taken out of the traffic shifts while its pods fail what they are given.
+
+Why. Every shift to B (the playbook's split, the overload shift) assumes B's pods serve as their
+latency model says. A backup whose pods have degraded too (the same GPU type, the same driver
+roll-out, the same noisy neighbour) turns each shift into failed requests: on ServeGen m-mid at 10x,
+B 3x slower than its curve for 10 minutes, the overload shifts sent it 20% at each of A's misses and
+B timed 40% of them out (410 violation s against the HPA's 280, which has no B; 330 with the
+ejection, 250 without the slowdown).
+
+The test: at a tick B carries traffic, its own requests fail (rejected, or timed out) over
+`errorRatePercent`, the playbook's error line. Latency alone does not eject it. B is a batching
+server as A is, and its p99 over `triggerRatio x` its model's prediction at a load the model says it
+carries is as often a burst inside the step as a changed pod (A's clock tells those apart, and B has
+none): asked that too, the overload shifts' ordinary misses ejected B on ServeGen m-mid at 10x
+without any incident (250 -> 280 violation s), and with A's slowdown (270 -> 310 s). A B that is
+slow enough to matter fails requests: the 3x slowdown above timed out 40% of them.
+
+What follows is outlier ejection as Envoy does it for a host (`base_ejection_time`, multiplied by
+the number of ejections in a row): B takes 0% for `BASE_SECONDS x 2^(n-1)` at its n-th ejection in a
+row, at most `MAX_SECONDS`; then the gates open again, and the next shift is the probe. A probe at
+which B fails no more than the line ends the row. Without traffic nothing is measured of B, so an
+ejection can only end by time; and what B shows while ejected (the requests it still held when its
+share went) says nothing new, so it neither ejects it again nor ends the row.
+
+The constants, and why:
+- `BASE_SECONDS` 60: four 15 s ticks, the cut-back's default interval (a step of traffic is judged
+  over a minute there too); a B that is still degraded then costs one tick of its share per probe;
+- `MAX_SECONDS` 600: the doubling reaches it at the fifth ejection in a row (60, 120, 240, 480, 600);
+  a lasting degradation is then probed every 10 minutes, and a repaired B is back within 10.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from forescale_operator.spec import InferenceSpec
+
+if TYPE_CHECKING:  # types.py holds EngineState, whose Learned holds an Ejection
+    from .types import Observations
+
+BASE_SECONDS = 60.0
+MAX_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class Ejection:
+    """B's ejection state (kept in `Learned`)."""
+
+    #: B takes no shift before this time; None: not ejected
+    until: float | None = None
+    #: ejections in a row (a probe that finds B healthy resets it)
+    count: int = 0
+    #: why B was last ejected, with its numbers
+    why: str | None = None
+
+    def active(self, now: float) -> bool:
+        return self.until is not None and now < self.until
+
+
+def failing(spec: InferenceSpec, obs: Observations) -> str | None:
+    """Why B's pods fail the requests they are given (None: they do not, or B carries no traffic and
+    nothing can be told)."""
+    b = obs.b
+    if not b.ready_replicas or not b.rate_rps or b.rate_rps <= 0:
+        return None
+    limit = spec.emergency.error_rate_percent / 100.0
+    if b.error_rate is not None and math.isfinite(b.error_rate) and b.error_rate > limit:
+        return (f"b errors {b.error_rate * 100:.1f}% > {spec.emergency.error_rate_percent:g}% at "
+                f"{b.rate_rps / b.ready_replicas:.1f} rps per pod")
+    return None
+
+
+def advance(state: Ejection, failing: str | None, carrying: bool, now: float) -> Ejection:
+    """The ejection after this tick: B ejected (once more in the row) where it failed its requests
+    outside an ejection, the row ended where it carried traffic and did not."""
+    if state.active(now):
+        return state
+    if failing is not None:
+        count = state.count + 1
+        seconds = min(MAX_SECONDS, BASE_SECONDS * 2 ** (count - 1))
+        return Ejection(until=now + seconds, count=count, why=failing)
+    return Ejection() if carrying else state
