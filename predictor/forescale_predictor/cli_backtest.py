@@ -28,7 +28,7 @@ def backtest(
     models: str = typer.Option("lstm,last,seasonal,ewm,linear", "--models", help="Comma-separated models to compare (also: cycle, the loop's rival)."),
     train_fraction: float = typer.Option(0.7, "--train-fraction", min=0.1, max=0.95, help="Share of the series used for training."),
     epochs: int = typer.Option(30, "--epochs", min=1, help="Maximum LSTM training epochs (early stopping usually ends sooner)."),
-    seed: int = typer.Option(0, "--seed", help="Random seed of the LSTM training."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Random seed of the LSTM training."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     predictions: Optional[Path] = typer.Option(None, "--predictions", help="Write every forecast as CSV here."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write a PNG of actual vs forecast with the LSTM's quantile band."),

@@ -52,8 +52,8 @@ def train_command(
     horizon: Optional[str] = typer.Option(None, "--horizon", help="Forecast horizon (default: the larger of 180s and 3 x step)."),
     lookback: Optional[int] = typer.Option(None, "--lookback", min=2, help="Steps the model sees (default: scaled to the data, 12-48)."),
     epochs: int = typer.Option(30, "--epochs", min=1, help="Maximum epochs (early stopping usually ends sooner)."),
-    seed: int = typer.Option(0, "--seed", help="Random seed of the training (initial weights, batch order)."),
-    timeout: float = typer.Option(10.0, "--timeout", help="Seconds per Prometheus request."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Random seed of the training (initial weights, batch order)."),
+    timeout: float = typer.Option(10.0, "--timeout", help="Seconds per Prometheus request (> 0)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
 ) -> None:
@@ -64,6 +64,10 @@ def train_command(
         fail("train", f"--feature must be one of {', '.join(FEATURES)}, got {feature!r}")
     if (csv is None) == (prometheus_url is None):
         fail("train", "give either --csv FILE or --prometheus-url URL with --query, --start and --end")
+    if pool not in (None, "a", "b"):
+        fail("train", f"--pool must be a or b (or left out for both), got {pool!r}")
+    if not timeout > 0:
+        fail("train", f"--timeout must be > 0 seconds, got {timeout:g}")
     step_s = duration(step, "--step")
     horizon_s = duration(horizon, "--horizon")
     _check_out(out)  # before training: a bad --out used to fail only after minutes of it
@@ -132,7 +136,7 @@ def _fine_tune(url, namespace, deployment, pool, preset, base_path, start, end, 
         fail("train", f"--preset must be one of {', '.join(p for p in PRESETS if p != 'custom')}, got {preset!r}")
     try:
         base = load_forecaster(base_path).model
-        t0, t1 = _when(start), _when(end or "now")
+        t0, t1 = _when(start, "--start"), _when(end or "now", "--end")
         history = PrometheusSource(url, preset, timeout=timeout).history(
             namespace, deployment, pool, start=t0, end=t1, step=base.config.step_seconds, with_queue_depth=False)
         if not quiet:
@@ -198,7 +202,7 @@ def _csv_feature(path, time_column, value_column, quiet: bool) -> str:
     """What the CSV's series measures: a request trace is a rate; a value series says it in its column's name."""
     import csv as csv_module
 
-    from .csv_source import VALUE_COLUMNS, find_column
+    from .csv_source import TIME_COLUMNS, find_column, find_value_column
     from .input_files import readable
     from .series_input import detect_kind
 
@@ -208,7 +212,10 @@ def _csv_feature(path, time_column, value_column, quiet: bool) -> str:
         return "rate"
     with readable(path), path.open(newline="", encoding="utf-8-sig") as handle:
         header = next(csv_module.reader(handle), [])
-    column = header[find_column(header, value_column, VALUE_COLUMNS, "value")].strip().strip('"')
+    if not any(cell.strip() for cell in header):
+        fail("train", f"{path} is empty")
+    time_index = find_column(header, time_column, TIME_COLUMNS, "time")
+    column = header[find_value_column(header, time_index, value_column)].strip().strip('"')
     return _told(column, "column", quiet)
 
 
@@ -223,7 +230,8 @@ def _from_csv(path, step_s, time_column, value_column, latency_column, rate_colu
         series = {}
         for name, column in (("latency_ms", latency_column), ("rate", rate_column)):
             if column:
-                raw = load_csv(path, time_column=time_column, value_column=column)
+                raw = load_csv(path, time_column=time_column, value_column=column,
+                               value_flag="--latency-column" if name == "latency_ms" else "--rate-column")
                 series[name] = (raw.times, raw.values)
         first = next(iter(series.values()))
         step_s = step_s or native_step(first[0])
@@ -237,7 +245,7 @@ def _from_prometheus(url, query, rate_query, feature, start, end, step_s, timeou
     from .prometheus_source import PrometheusSource
     from .presets import custom_preset
 
-    t0, t1 = _when(start), _when(end or "now")
+    t0, t1 = _when(start, "--start"), _when(end or "now", "--end")
     source = PrometheusSource(url, custom_preset(query, rate_query or query), timeout=timeout)
     times, values = source.query_range(query, start=t0, end=t1, step=step_s)
     series = {feature: (times, values)}
@@ -249,9 +257,11 @@ def _from_prometheus(url, query, rate_query, feature, start, end, step_s, timeou
     return history.times, dict(history.features)
 
 
-def _when(text: str) -> float:
-    """Epoch seconds of `now`, an epoch number, an ISO time, or a duration ago (`7d`)."""
+def _when(text: str, flag: str) -> float:
+    """Epoch seconds of `now`, an epoch number, an ISO time, or a duration ago (`7d`); a SeriesError
+    naming `flag` otherwise."""
     from .durations import parse_duration
+    from .errors import SeriesError
     from .timeparse import parse_times
 
     text = text.strip()
@@ -263,7 +273,11 @@ def _when(text: str) -> float:
         pass
     if text[-1:].isalpha() and text[0].isdigit() and "-" not in text and ":" not in text:
         return time.time() - parse_duration(text)
-    return float(parse_times([text], column="--start/--end")[0])
+    try:
+        return float(parse_times([text], column=flag)[0])
+    except SeriesError:
+        raise SeriesError(f"{flag} {text!r} is not a time: give epoch seconds, an ISO time such as "
+                          f"2026-12-01T00:00:00Z, 'now', or a duration ago such as 7d") from None
 
 
 #: the largest magnitude a training value may have (a latency in ms or a rate; 1e12 is already absurd)

@@ -2,7 +2,8 @@
 
 The time column and the value column are found case-insensitively
 (`timestamp`, `time`, ... and `value`) unless named, so the files under
-`../shared/traces/` load as they are. Rows must be in time order: a row that
+`../shared/traces/` load as they are; a file of two columns, one of them the
+time, has its other as the value whatever its name (`timestamp,rps`). Rows must be in time order: a row that
 goes back in time is a SeriesError naming the row, because silently sorting
 would hide a broken export. A repeated timestamp (two NAB CloudWatch files
 have eleven) is merged into one sample holding the mean of its values, and
@@ -38,20 +39,35 @@ class RawSeries:
         return len(self.times)
 
 
-def find_column(header: list[str], wanted: str | None, candidates: tuple[str, ...], role: str) -> int:
-    """Index of the column for `role`: the named one, else the first candidate present."""
+def find_column(header: list[str], wanted: str | None, candidates: tuple[str, ...], role: str,
+                flag: str | None = None) -> int:
+    """Index of the column for `role`: the named one, else the first candidate present. `flag` is the
+    option that names it (default `--<role>-column`)."""
     lowered = [h.strip().strip('"').lower() for h in header]
     names = (wanted,) if wanted else candidates
     for name in names:
         if name and name.lower() in lowered:
             return lowered.index(name.lower())
     shown = ", ".join(h.strip() for h in header)
-    hint = f"column {wanted!r}" if wanted else f"a {role} column ({' / '.join(candidates)})"
-    raise SeriesError(f"no {hint} in header [{shown}]; name it with --{role}-column")
+    hint = f"column {wanted!r}" if wanted else f"{role} column ({' / '.join(candidates)})"
+    raise SeriesError(f"no {hint} in header [{shown}]; name it with {flag or f'--{role}-column'}")
 
 
-def load_csv(path: str | Path, *, time_column: str | None = None, value_column: str | None = None) -> RawSeries:
-    """Read one series from a CSV file; see the module docstring for the rules."""
+def find_value_column(header: list[str], time_index: int, wanted: str | None, flag: str = "--value-column") -> int:
+    """Index of the value column: the named one, else a candidate's (VALUE_COLUMNS), else the one
+    column beside the time in a two-column header."""
+    try:
+        return find_column(header, wanted, VALUE_COLUMNS, "value", flag)
+    except SeriesError:
+        if wanted is None and len(header) == 2:
+            return 1 - time_index
+        raise
+
+
+def load_csv(path: str | Path, *, time_column: str | None = None, value_column: str | None = None,
+             value_flag: str = "--value-column") -> RawSeries:
+    """Read one series from a CSV file; see the module docstring for the rules. `value_flag` is the
+    option that named `value_column`, for the error when the header lacks it."""
     path = Path(path)
     try:
         with readable(path), path.open(newline="", encoding="utf-8-sig") as handle:
@@ -65,7 +81,7 @@ def load_csv(path: str | Path, *, time_column: str | None = None, value_column: 
         raise SeriesError(f"{path} is empty")
     header, body = rows[0], rows[1:]
     t_idx = find_column(header, time_column, TIME_COLUMNS, "time")
-    v_idx = find_column(header, value_column, VALUE_COLUMNS, "value")
+    v_idx = find_value_column(header, t_idx, value_column, value_flag)
     if not body:
         raise SeriesError(f"{path} has a header but no rows")
     width = max(t_idx, v_idx) + 1

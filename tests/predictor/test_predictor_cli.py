@@ -74,6 +74,7 @@ def test_backtest_json_predictions_and_plot(series_csv, tmp_path, capsys):
         (["--models", "lstm,prophet"], "unknown model(s) ['prophet']; choose from lstm, last, seasonal, ewm, linear, cycle"),
         (["--step", "abc"], "cannot read duration"),
         (["--horizon", "100s"], "not a whole number"),
+        (["--seed", "-1"], "Invalid value for '--seed'"),
     ],
 )
 def test_backtest_bad_arguments(series_csv, capsys, args, message):
@@ -167,6 +168,38 @@ def test_train_on_fewer_points_than_one_window_is_one_line_and_exit_2(tmp_path, 
     path.write_text("timestamp,value\n" + "".join(f"{i * 60},{5 + i % 3}\n" for i in range(rows)))
     code, out, err = run(["train", "--csv", str(path), "--out", str(tmp_path / "m.pt"), "--feature", "rate", *FAST], capsys)
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+PROM = ["--prometheus-url", "http://127.0.0.1:1", "--timeout", "1"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--csv", "{csv}", "--seed", "-1"], "Invalid value for '--seed'"),
+    (["--csv", "{empty}"], "forescale train: error: {empty} is empty"),
+    (["--csv", "{csv}", "--latency-column", "nosuch", "--rate-column", "Value"],
+     "no column 'nosuch' in header [TimeStamp, Value, Latency]; name it with --latency-column"),
+    (["--csv", "{csv}", "--rate-column", "nosuch"], "no column 'nosuch' in header [TimeStamp, Value, Latency]; name it with --rate-column"),
+    ([*PROM, "--deployment", "chat", "--pool", "c"], "--pool must be a or b (or left out for both), got 'c'"),
+    ([*PROM[:2], "--query", "up", "--feature", "rate", "--start", "1d", "--timeout", "-2"], "--timeout must be > 0 seconds, got -2"),
+    ([*PROM, "--query", "up", "--feature", "rate", "--start", "yesterday"],
+     "--start 'yesterday' is not a time: give epoch seconds, an ISO time"),
+    ([*PROM, "--query", "up", "--feature", "rate", "--start", "1d", "--end", "tomorrow"], "--end 'tomorrow' is not a time"),
+], ids=["seed", "empty", "latency-column", "rate-column", "pool", "timeout", "start", "end"])
+def test_train_bad_arguments_name_the_option(series_csv, tmp_path, capsys, args, message):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    fill = {"csv": str(series_csv), "empty": str(empty)}
+    argv = ["train", *(a.format(**fill) for a in args), "--out", str(tmp_path / "m.pt"), *FAST]
+    code, out, err = run(argv, capsys)
+    assert code == 2 and message.format(**fill) in err and "Traceback" not in err and out == ""
+
+
+def test_train_takes_the_one_column_beside_the_time_whatever_its_name(tmp_path, capsys):
+    path = tmp_path / "rps.csv"
+    path.write_text("timestamp,rps\n" + "".join(f"{i * 60},{5 + i % 7}\n" for i in range(200)))
+    code, out, err = run(["train", "--csv", str(path), "--out", str(tmp_path / "m.pt"), *FAST], capsys)
+    assert code == 0, err
+    assert "['rate'] every 60 s" in err  # a rate model: told from the column's name
 
 
 def test_train_from_prometheus_that_is_down(tmp_path, capsys):

@@ -21,8 +21,9 @@ def write(tmp_path: Path, text: str, name: str = "s.csv") -> Path:
         "timestamp,value\n2014-02-14 14:30:00,1.5\n2014-02-14 14:31:00,2.5\n",
         "Time,VALUE\n1524614400,1.5\n1524614460,2.5\n",
         "time,value\n1524614400000,1.5\n1524614460000,2.5\n",
+        "rps,timestamp\n1.5,1524614400\n2.5,1524614460\n",  # two columns: the one beside the time, whatever its name
     ],
-    ids=["ms-quoted-iso", "nab-space", "epoch-seconds", "epoch-ms"],
+    ids=["ms-quoted-iso", "nab-space", "epoch-seconds", "epoch-ms", "two-columns"],
 )
 def test_columns_found_case_insensitively(tmp_path, text):
     raw = load_csv(write(tmp_path, text))
@@ -41,8 +42,8 @@ def test_named_columns(tmp_path):
     [
         ("", "is empty"),
         ("timestamp,value\n", "no rows"),
-        ("foo,bar\n1,2\n", "no a time column"),
-        ("timestamp,other\n0,1\n", "no a value column"),
+        ("foo,bar\n1,2\n", "no time column (timestamp / time / ts / datetime / date) in header [foo, bar]"),
+        ("timestamp,other,more\n0,1,2\n", "no value column (value / y / rate / latency_ms) in header"),
         ("timestamp,value\n0,1\n120,2\n60,3\n", "goes back in time"),
         ("timestamp,value\nyesterday,1\n", "cannot read 'yesterday'"),
     ],
