@@ -153,6 +153,10 @@ def run_replay(opts: ReplayOptions) -> ReplayResult:
         raise SimError(f"--slo-ms must be > 0, got {opts.slo_ms}")
     if opts.max_replicas < 1:
         raise SimError(f"--max-replicas must be >= 1, got {opts.max_replicas}")
+    if opts.seed < 0:
+        raise SimError(f"--seed must be >= 0, got {opts.seed}")
+    if opts.compress is not None and not opts.compress > 0:
+        raise SimError(f"--compress must be > 0, got {opts.compress:g}")
     check_peer_utilization(opts.peer_utilization)
     check_load_scale(opts.load_scale)
     variant_b = resolve(opts.b_variant)

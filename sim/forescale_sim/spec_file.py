@@ -15,15 +15,66 @@ traffic.overloadMaxPercent=0` keeps the route and its parentRefs, where a
 mapping keys; VALUE is read as a YAML scalar (`1.5`, `true`, `fp16`). The
 SLO is `--slo-ms`'s, here as with `--spec`, and a PATH under `slo` is
 refused rather than ignored.
+
+A field the InferenceDeployment has no place for, in `--spec` or a `--set`
+PATH, is refused with the fields it has there: the spec parser ignores what
+it does not read, as the API server prunes it, so a typo
+(`traffic.overloadMaxPrcent`) would otherwise replay the defaults and say
+nothing. The fields are the CRD's (`crds/`, read from the checkout).
 """
 
 from __future__ import annotations
 
 import copy
+import difflib
+import functools
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from .errors import SimError
+
+
+#: the CRD whose spec schema names every field a `--spec` or `--set` may carry
+CRD_FILE = Path(__file__).resolve().parents[2] / "crds" / "forescale.io_inferencedeployments.yaml"
+
+
+@functools.cache
+def spec_schema() -> Mapping[str, Any]:
+    """The openAPIV3Schema of the CRD's stored version, under `spec`."""
+    import yaml
+
+    crd = yaml.safe_load(CRD_FILE.read_text(encoding="utf-8"))
+    version = next(v for v in crd["spec"]["versions"] if v.get("storage"))
+    return version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+
+
+def unknown_field(keys: tuple[str, ...], schema: Mapping[str, Any] | None = None) -> str | None:
+    """Why the spec has no field at dotted `keys` (None: it has, or the path enters a part the schema
+    leaves open, such as a pod template)."""
+    node = spec_schema() if schema is None else schema
+    for i, key in enumerate(keys):
+        props = node.get("properties")
+        if not props or node.get("x-kubernetes-preserve-unknown-fields"):
+            return None
+        if key not in props:
+            where = ".".join(keys[:i]) or "the spec"
+            close = difflib.get_close_matches(key, list(props), n=1)
+            hint = f"; did you mean {'.'.join((*keys[:i], close[0]))}?" if close else ""
+            return f"{where} has no field {key!r} (it has {', '.join(props)}){hint}"
+        node = props[key]
+    return None
+
+
+def _unknown_in(doc: Mapping[str, Any], keys: tuple[str, ...] = ()) -> str | None:
+    """The first field of `doc` (a spec, or part of one at `keys`) the spec has no place for."""
+    for key, value in doc.items():
+        path = (*keys, str(key))
+        why = unknown_field(path)
+        if why is None and isinstance(value, Mapping):
+            why = _unknown_in(value, path)
+        if why:
+            return why
+    return None
 
 
 def load_spec_overrides(path: str | Path) -> dict[str, Any]:
@@ -43,6 +94,9 @@ def load_spec_overrides(path: str | Path) -> dict[str, Any]:
         raise SimError(f"--spec {path}: expected an InferenceDeployment or its spec (a mapping)")
     doc = dict(doc)
     doc.pop("slo", None)
+    unknown = _unknown_in(doc)
+    if unknown:
+        raise SimError(f"--spec {path}: {unknown}")
     return doc
 
 
@@ -71,6 +125,9 @@ def parse_sets(values: list[str] | tuple[str, ...]) -> tuple[SpecSet, ...]:
             value = raw
         if isinstance(value, (dict, list)):
             raise SimError(f"--set {text!r}: VALUE must be a scalar; set a whole section with --spec")
+        unknown = unknown_field(keys)
+        if unknown:
+            raise SimError(f"--set {text!r}: {unknown}")
         out.append((keys, value))
     return tuple(out)
 

@@ -91,6 +91,8 @@ BAD = [
     (["--slo-ms", "-5"], "--slo-ms must be > 0"),
     (["--profile", "t4-bert-base"], "cannot serve a llm trace"),
     (["--forecaster", "prophet"], "unknown forecaster 'prophet'"),
+    (["--seed", "-1"], "--seed must be >= 0, got -1"),
+    (["--compress", "0"], "--compress must be > 0, got 0"),
 ]
 
 
@@ -150,6 +152,8 @@ spec:
     ("spec:\n  warmReservePercent: 500\n", "spec.warmReservePercent: must be <= 100"),
     ("[1, 2", "not YAML or JSON"),
     ("- a\n- b\n", "expected an InferenceDeployment"),
+    ("spec:\n  pools:\n    a: {minReplica: 3}\n",
+     "pools.a has no field 'minReplica' (it has minReplicas, maxReplicas, "),
 ])
 def test_spec_file(azure_slice: Path, tmp_path: Path, capsys, content: str, words: str | None) -> None:
     path = tmp_path / "spec.yaml"
@@ -176,6 +180,11 @@ def test_spec_file(azure_slice: Path, tmp_path: Path, capsys, content: str, word
     (["pools.a.template=[1, 2]"], "must be a scalar"),
     (["traffic.router.kind=x"], "traffic.router is 'gatewayapi', not a mapping"),
     (["warmReservePercent=500"], "spec.warmReservePercent: must be <= 100"),
+    # a typo replayed the defaults and said nothing: the spec parser ignores what it does not read
+    (["traffic.overloadMaxPrcent=0"], "traffic has no field 'overloadMaxPrcent' (it has router, parentRefs, hostnames, "
+                                      "gateways, emergencyWeightPercent, overloadMaxPercent, routeRef, cutback); "
+                                      "did you mean traffic.overloadMaxPercent?"),
+    (["nosuch.field=3"], "the spec has no field 'nosuch' (it has mode, slo, pools, "),
 ])
 def test_set_changes_one_field_and_keeps_the_rest(azure_slice: Path, capsys, sets: list[str], words: str | None) -> None:
     args = [a for one in sets for a in ("--set", one)]
