@@ -21,10 +21,11 @@ def run(
     verbose: bool = typer.Option(False, "-v", "--verbose", help="Log at DEBUG level."),
 ) -> None:
     """Watch InferenceDeployments and own their pools. Settings come from FORESCALE_* variables."""
-    from .config import ConfigError, load_config
+    from .config import ConfigError, check_namespaces, load_config
 
     try:
         config = load_config()
+        check_namespaces(tuple(namespace or ()), "-n/--namespace")
     except ConfigError as exc:
         typer.echo(f"forescale operator: bad setting: {exc}", err=True)
         raise typer.Exit(2)

@@ -17,6 +17,8 @@ from typing import Mapping
 
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+#: a namespace name is a DNS-1123 label: no dots (`kubectl create namespace ml.team` is refused)
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 class ConfigError(ValueError):
@@ -112,6 +114,13 @@ def _lease(env: Mapping[str, str]) -> tuple[int, float]:
     return seconds, renew
 
 
+def check_namespaces(namespaces: tuple[str, ...], source: str) -> None:
+    """ConfigError naming `source` (the variable or flag) at the first name that is no namespace name."""
+    for namespace in namespaces:
+        if not _DNS_LABEL.match(namespace) or len(namespace) > 63:
+            raise ConfigError(f"{source}: {namespace!r} is not a valid namespace name")
+
+
 def load_config(env: Mapping[str, str] | None = None) -> Config:
     """Read and validate the settings; raises ConfigError naming the first bad variable."""
     env = os.environ if env is None else env
@@ -121,9 +130,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         raise ConfigError(f"FORESCALE_PROMETHEUS_URL: must be an http(s) URL, got {url!r}")
 
     namespaces = tuple(n.strip() for n in env.get("FORESCALE_NAMESPACES", "").split(",") if n.strip())
-    for namespace in namespaces:
-        if not _DNS_NAME.match(namespace) or len(namespace) > 63:
-            raise ConfigError(f"FORESCALE_NAMESPACES: {namespace!r} is not a valid namespace name")
+    check_namespaces(namespaces, "FORESCALE_NAMESPACES")
 
     level = env.get("FORESCALE_LOG_LEVEL", "INFO").strip().upper() or "INFO"
     if level not in _LEVELS:
@@ -141,8 +148,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
     if copy_from is not None:
         if secret is None:
             raise ConfigError("FORESCALE_ADMIN_TOKEN_COPY_FROM: needs FORESCALE_ADMIN_TOKEN_SECRET, the Secret to copy")
-        if not _DNS_NAME.match(copy_from) or len(copy_from) > 63:
-            raise ConfigError(f"FORESCALE_ADMIN_TOKEN_COPY_FROM: {copy_from!r} is not a valid namespace name")
+        check_namespaces((copy_from,), "FORESCALE_ADMIN_TOKEN_COPY_FROM")
 
     peering: str | None = env.get("FORESCALE_PEERING", "forescale").strip() or None
     if peering is not None and not _DNS_NAME.match(peering):

@@ -234,6 +234,8 @@ def test_invalid_resource_does_not_stop_the_others_and_recovers(cluster, start_o
     (("-A",), {"FORESCALE_LOG_LEVEL": "chatty"}, "bad setting: FORESCALE_LOG_LEVEL: must be one of"),
     (("-A", "-n", "ml"), {}, "give either -n/--namespace or -A/--all-namespaces, not both"),
     (("-A",), {"KUBECONFIG": "/nonexistent/kubeconfig"}, "cannot load Kubernetes credentials"),
+    (("-n", "ml", "-n", "Bad_NS"), {}, "bad setting: -n/--namespace: 'Bad_NS' is not a valid namespace name"),
+    (("-n", "ml.team"), {}, "bad setting: -n/--namespace: 'ml.team' is not a valid namespace name"),
 ])
 def test_bad_start_up_exits_with_a_clear_message(tmp_path, args, env, message):
     import sys
