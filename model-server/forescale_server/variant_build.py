@@ -172,7 +172,6 @@ def _prepare(ctx: BuildContext) -> None:
     hf_logging.disable_progress_bar()
     torch.manual_seed(ctx.settings.seed)
     ctx.teacher = AutoModel.from_pretrained(str(ctx.teacher_dir), add_pooling_layer=False).eval()
-    ctx.batches, ctx.targets = _teacher_batches(ctx, ctx.train_texts)
     backend = EncoderBackend(ctx.teacher_dir, ctx.teacher_name, device="cpu", threads=ctx.threads)
     backend.load_sync()
     ctx.reference = backend.embed_texts(ctx.eval_texts).numpy()
@@ -180,11 +179,17 @@ def _prepare(ctx: BuildContext) -> None:
 
 def _teacher_batches(ctx: BuildContext, texts: list[str]) -> tuple[list, list]:
     """Training batches of `texts` and the teacher's target embeddings for them; the build's own
-    (`ctx.batches`) where `texts` is all its training text."""
-    if ctx.batches and len(texts) == len(ctx.train_texts):
+    (`ctx.batches`, made at the first recipe that trains) where `texts` is all its training text.
+    Made up front, every build ran the teacher over all 69,000 sentences first, minutes on a CPU,
+    though int8 and fused train nothing."""
+    whole = len(texts) == len(ctx.train_texts)
+    if ctx.batches and whole:
         return ctx.batches, ctx.targets
     batches = make_batches(_tokenizer(ctx.teacher_dir, ctx.settings.max_train_len), texts, ctx.settings.batch_size)
-    return batches, teacher_targets(ctx.teacher, batches)
+    targets = teacher_targets(ctx.teacher, batches)
+    if whole:
+        ctx.batches, ctx.targets = batches, targets
+    return batches, targets
 
 
 def _base_inputs(ctx: BuildContext) -> dict:
@@ -260,8 +265,9 @@ def _train_student(ctx: BuildContext) -> None:
         return
     s = ctx.settings
     student = student_from_teacher(ctx.teacher, list(s.student_layers))
-    distance_before = mean_distance(student, ctx.batches, ctx.targets)
-    history = train_to_teacher(student, ctx.batches, ctx.targets, s.distill_epochs, s.distill_lr, s.seed)
+    batches, targets = _teacher_batches(ctx, ctx.train_texts)
+    distance_before = mean_distance(student, batches, targets)
+    history = train_to_teacher(student, batches, targets, s.distill_epochs, s.distill_lr, s.seed)
     ctx.student = student
     ctx.student_inputs = {"student_layers_from_teacher": list(s.student_layers), "teacher_layers": len(ctx.teacher.encoder.layer),
                           "loss": "1 - cos(student, teacher) of mean-pooled embeddings", "epochs": s.distill_epochs, "lr": s.distill_lr,
@@ -287,6 +293,9 @@ def _recipe_fused(ctx: BuildContext, tmp: Path) -> dict:
     return {"architecture": "onnx", "precision": "fp32",
             "inputs": {"export": "torch.onnx.export(dynamo=False, opset 17, do_constant_folding=True): traced, constant folding, checked against torch", "runtime": "onnxruntime, ORT_ENABLE_ALL (operator fusion)"}}
 
+
+#: the recipes that train on the teacher's embeddings of the training sentences (the others train nothing)
+TRAINED_RECIPES = ("pruned", "distilled", "distilled-int8")
 
 _RECIPES: dict[str, Callable[[BuildContext, Path], dict]] = {
     "int8": _recipe_int8, "pruned": _recipe_pruned, "distilled": _recipe_distilled,

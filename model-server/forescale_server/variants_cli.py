@@ -47,11 +47,13 @@ def build(
             _fail(f"{name} must be >= 1, got {value}")
     if train_sentences < 0:
         _fail(f"--train-sentences must be >= 0, got {train_sentences}")
+    if threads < 0:
+        _fail(f"--threads must be >= 0 (0: torch's default), got {threads}")
 
     import torch
 
     from .model_files import minilm_dir
-    from .variant_build import BuildContext, BuildSettings, build_variants, git_commit, parse_student_layers
+    from .variant_build import TRAINED_RECIPES, BuildContext, BuildSettings, build_variants, git_commit, parse_student_layers
     from .variant_text import EVAL_SOURCE, TRAIN_SOURCE, eval_sentences, training_sentences
 
     if threads:
@@ -65,14 +67,17 @@ def build(
         depth = int(json.loads((teacher_dir / "config.json").read_text()).get("num_hidden_layers", 0))
         # the default is checked too: it is MiniLM's, and another teacher may be shallower
         layers = parse_student_layers(student_layers or ",".join(map(str, BuildSettings.student_layers)), depth)
-        texts = training_sentences(train_sentences or None)
+        # Read from the packages' docstrings (about a minute of parsing): only for a recipe that trains.
+        trained = [n for n in names if n in TRAINED_RECIPES]
+        texts = training_sentences(train_sentences or None) if trained else []
     except ValueError as exc:
         _fail(str(exc))
     settings = BuildSettings(prune_epochs=prune_epochs, distill_epochs=distill_epochs, seed=seed, student_layers=layers)
     ctx = BuildContext(teacher_dir=teacher_dir, teacher_name="minilm" if model in MINILM_ALIASES else model, settings=settings,
                        train_texts=texts, eval_texts=eval_sentences(), train_source=TRAIN_SOURCE, eval_source=EVAL_SOURCE,
                        threads=threads, commit=git_commit())
-    typer.echo(f"training on {len(texts)} sentences ({TRAIN_SOURCE}); evaluating on {len(ctx.eval_texts)} held-out sentences ({EVAL_SOURCE})", err=True)
+    training = f"training {', '.join(trained)} on {len(texts)} sentences ({TRAIN_SOURCE}); " if trained else ""
+    typer.echo(f"{training}evaluating on {len(ctx.eval_texts)} held-out sentences ({EVAL_SOURCE})", err=True)
     for manifest in build_variants(out, names, ctx, say=lambda line: typer.echo(line, err=True)):
         q = manifest.quality
         typer.echo(f"{manifest.name:<16} cos {q['mean_cosine']:.4f}  spearman {q['spearman']:.4f}  {manifest.build_seconds:.0f} s  -> {out / manifest.name}")
