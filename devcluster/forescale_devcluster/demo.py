@@ -85,6 +85,15 @@ def _p99(values: list[float]) -> float | None:
     return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
+def load_pattern(s: DemoSettings):
+    """The load to offer: the trace compressed to the demo's length, or the built-in pattern stretched
+    to it; ValueError naming the trace when it cannot be read (the CLI asks before starting anything)."""
+    if s.trace:
+        pattern = from_trace(s.trace, "auto", time_compression=1.0, mean_rate=s.mean_rate)
+        return from_trace(s.trace, "auto", time_compression=pattern.duration / s.duration_seconds, mean_rate=s.mean_rate)
+    return builtin_pattern(s.mean_rate, seconds_per_minute=s.duration_seconds / 58.0)
+
+
 class Demo:
     def __init__(self, settings: DemoSettings, stack: DemoStack, *, echo: Callable[[str], None] | None = None,
                  live: bool = True) -> None:
@@ -98,12 +107,7 @@ class Demo:
     # -- the parts -----------------------------------------------------------
 
     def _pattern(self):
-        s = self.settings
-        if s.trace:
-            pattern = from_trace(s.trace, "auto", time_compression=1.0, mean_rate=s.mean_rate)
-            # compress the trace to the demo's length
-            return from_trace(s.trace, "auto", time_compression=pattern.duration / s.duration_seconds, mean_rate=s.mean_rate)
-        return builtin_pattern(s.mean_rate, seconds_per_minute=s.duration_seconds / 58.0)
+        return load_pattern(self.settings)
 
     def _poll_events(self) -> None:
         for event in self.stack.events(self.settings.name):
@@ -150,11 +154,11 @@ class Demo:
         await asyncio.sleep(max(0.0, start - (time.time() - self.run.started_at)))
         began = time.time()
         self.run.incident = {"kind": "slowdown", "pool": "a", "factor": s.incident_factor,
-                             "start": round(began - self.run.started_at, 1), "seconds": s.incident_seconds}
+                             "start": round(began - self.run.started_at, 1), "seconds": s.incident_length()}
         if self.live:
-            self.echo(f"[{began - self.run.started_at:6.1f}s] INCIDENT: pool a slows down {s.incident_factor}x for {s.incident_seconds:.0f} s")
+            self.echo(f"[{began - self.run.started_at:6.1f}s] INCIDENT: pool a slows down {s.incident_factor}x for {s.incident_length():.0f} s")
         slowed: set[str] = set()
-        while (left := s.incident_seconds - (time.time() - began)) > 1.0:
+        while (left := s.incident_length() - (time.time() - began)) > 1.0:
             urls = await asyncio.to_thread(self.stack.pod_urls, s.name, "a")
             for url in urls:
                 if url in slowed:

@@ -35,6 +35,12 @@ def demo(
         typer.echo("forescale demo: --duration must be >= 60 s and --mean-rate > 0", err=True)
         raise typer.Exit(2)
     settings = DemoSettings(duration_seconds=duration, mean_rate=mean_rate, trace=trace, seed=seed, incident=not no_incident)
+    # Everything the user gave is checked before the stack starts: found after it, a bad trace or
+    # plot path cost the minutes of a whole run (and the summary, with a traceback at the end).
+    problem = _bad_input(settings, plot, workdir)
+    if problem:
+        typer.echo(f"forescale demo: {problem}", err=True)
+        raise typer.Exit(2)
     try:
         run = run_demo(settings, live=True, workdir=workdir)
     except (StackError, ValueError, OSError) as exc:
@@ -50,3 +56,25 @@ def demo(
         typer.echo(f"timeline written to {plot}", err=True)
     if json_out:
         sys.stdout.write(json.dumps(result) + "\n")
+
+
+def _bad_input(settings, plot: str, workdir: Optional[str]) -> Optional[str]:
+    """What is wrong with --trace, --plot or --workdir (None: nothing)."""
+    import os
+    from pathlib import Path
+
+    from forescale_devcluster.demo import load_pattern
+
+    if workdir and Path(workdir).exists() and not Path(workdir).is_dir():
+        return f"--workdir {workdir} exists and is not a folder"
+    if plot:
+        folder = Path(plot).parent
+        if not folder.is_dir():
+            return f"--plot {plot}: no folder {folder}"
+        if not os.access(folder, os.W_OK):
+            return f"--plot {plot}: cannot write in {folder}"
+    try:
+        load_pattern(settings)
+    except (ValueError, OSError) as exc:
+        return f"--trace {settings.trace}: {exc}"
+    return None

@@ -18,7 +18,9 @@ class DemoSettings:
     #: inject the incident (pool A slows down) or run the control without it
     incident: bool = True
     incident_factor: float = 2.5
-    incident_seconds: float = 90.0
+    #: how long pool A stays slow; None: a quarter of the load (90 s of the default 360 s), so that
+    #: the incident ends inside the load at any --duration (a fixed 90 s outlasted a 90 s run)
+    incident_seconds: float | None = None
     slo_ms: float = 300.0
     #: the operator's loop interval (forecast.stepSeconds)
     step_seconds: int = 5
@@ -42,10 +44,14 @@ class DemoSettings:
         return {"FORESCALE_DIAGNOSIS_NOW_SECONDS": str(self.diagnosis_now_seconds),
                 "FORESCALE_DIAGNOSIS_BEFORE_SECONDS": str(self.diagnosis_before_seconds)}
 
+    def incident_length(self) -> float:
+        """Seconds pool A stays slow."""
+        return self.incident_seconds if self.incident_seconds is not None else self.duration_seconds / 4
+
     def incident_start(self) -> float:
         """A seeded random time in the middle third of the run (as the replay's default incident)."""
         third = self.duration_seconds / 3
-        return round(random.Random(self.seed).uniform(third, 2 * third - min(self.incident_seconds, third) / 2), 1)
+        return round(random.Random(self.seed).uniform(third, 2 * third - min(self.incident_length(), third) / 2), 1)
 
 
 def demo_resource(settings: DemoSettings, namespace: str) -> dict:
