@@ -7,7 +7,7 @@ B 3x slower than its curve for 10 minutes, the overload shifts sent it 20% at ea
 B timed 40% of them out (410 violation s against the HPA's 280, which has no B; 330 with the
 ejection, 250 without the slowdown).
 
-The test: at a tick B carries traffic, its own requests fail (rejected, or timed out) over
+The test: at a tick B had a share since the last one, its own requests fail (rejected, or timed out) over
 `errorRatePercent`, the playbook's error line. Latency alone does not eject it. B is a batching
 server as A is, and its p99 over `triggerRatio x` its model's prediction at a load the model says it
 carries is as often a burst inside the step as a changed pod (A's clock tells those apart, and B has
@@ -15,18 +15,22 @@ none): asked that too, the overload shifts' ordinary misses ejected B on ServeGe
 without any incident (250 -> 280 violation s), and with A's slowdown (270 -> 310 s). A B that is
 slow enough to matter fails requests: the 3x slowdown above timed out 40% of them.
 
-What follows is outlier ejection as Envoy does it for a host (`base_ejection_time`, multiplied by
-the number of ejections in a row): B takes 0% for `BASE_SECONDS x 2^(n-1)` at its n-th ejection in a
-row, at most `MAX_SECONDS`; then the gates open again, and the next shift is the probe. A probe at
-which B fails no more than the line ends the row. Without traffic nothing is measured of B, so an
-ejection can only end by time; and what B shows while ejected (the requests it still held when its
-share went) says nothing new, so it neither ejects it again nor ends the row.
+What follows is outlier ejection as Envoy does it for a host: out for `base_ejection_time`
+multiplied by the number of times ejected, at most `max_ejection_time`. B takes 0% in every shift,
+and in every stage of an incident (the emergency's split, recovery, the cut-back), for
+`BASE_SECONDS x n` at its n-th ejection in a row, at most `MAX_SECONDS`; then the gates open again,
+and the next shift is the probe. A probe at which B serves within the line ends the row, and so
+does time: an ejection `MAX_SECONDS` after the last one ended starts a new row (Envoy lowers its
+multiplier while a host stays healthy; without traffic B shows nothing, so time stands in). What B
+reports without a share since the last tick (the requests it still held when its share went, in a
+rate window longer than a tick) tells nothing: it neither ejects B nor ends the row.
 
 The constants, and why:
 - `BASE_SECONDS` 60: four 15 s ticks, the cut-back's default interval (a step of traffic is judged
-  over a minute there too); a B that is still degraded then costs one tick of its share per probe;
-- `MAX_SECONDS` 600: the doubling reaches it at the fifth ejection in a row (60, 120, 240, 480, 600);
-  a lasting degradation is then probed every 10 minutes, and a repaired B is back within 10.
+  over a minute there too); a B that is still failing then costs one tick of its share per probe;
+- `MAX_SECONDS` 300: Envoy's default `max_ejection_time`, reached at the fifth ejection in a row
+  (60, 120, 180, 240, 300 s); a lasting failure is then probed every 5 minutes, and a repaired B is
+  back within 5.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ if TYPE_CHECKING:  # types.py holds EngineState, whose Learned holds an Ejection
     from .types import Observations
 
 BASE_SECONDS = 60.0
-MAX_SECONDS = 600.0
+MAX_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,7 @@ class Ejection:
 
     #: B takes no shift before this time; None: not ejected
     until: float | None = None
-    #: ejections in a row (a probe that finds B healthy resets it)
+    #: ejections in a row (a probe at which B serves within the line ends it)
     count: int = 0
     #: why B was last ejected, with its numbers
     why: str | None = None
@@ -59,26 +63,32 @@ class Ejection:
         return self.until is not None and now < self.until
 
 
-def failing(spec: InferenceSpec, obs: Observations) -> str | None:
-    """Why B's pods fail the requests they are given (None: they do not, or B carries no traffic and
-    nothing can be told)."""
+def judge(spec: InferenceSpec, obs: Observations, given: bool) -> tuple[str | None, bool]:
+    """What this tick showed of B: why it failed the requests it was given (None: it did not, or
+    nothing can be told), and whether it served them within the line. `given`: B had a share since
+    the last tick; without one, what B reports is its leftovers', and tells nothing either way.
+    Without a known error rate, or without a ready pod, nothing can be told either (the capacity
+    gate already gives a B with no ready pod nothing)."""
     b = obs.b
-    if not b.ready_replicas or not b.rate_rps or b.rate_rps <= 0:
-        return None
+    if not given or not b.ready_replicas or not b.rate_rps or b.rate_rps <= 0:
+        return None, False
+    if b.error_rate is None or not math.isfinite(b.error_rate):
+        return None, False
     limit = spec.emergency.error_rate_percent / 100.0
-    if b.error_rate is not None and math.isfinite(b.error_rate) and b.error_rate > limit:
+    if b.error_rate > limit:
         return (f"b errors {b.error_rate * 100:.1f}% > {spec.emergency.error_rate_percent:g}% at "
-                f"{b.rate_rps / b.ready_replicas:.1f} rps per pod")
-    return None
+                f"{b.rate_rps / b.ready_replicas:.1f} rps per pod"), False
+    return None, True
 
 
-def advance(state: Ejection, failing: str | None, carrying: bool, now: float) -> Ejection:
-    """The ejection after this tick: B ejected (once more in the row) where it failed its requests
-    outside an ejection, the row ended where it carried traffic and did not."""
+def advance(state: Ejection, failing: str | None, served: bool, now: float) -> Ejection:
+    """The ejection after this tick: B ejected (once more in the row, or first again where the
+    last ejection ended over `MAX_SECONDS` ago) where it failed its requests outside an ejection;
+    the row ended where it served them."""
     if state.active(now):
         return state
     if failing is not None:
-        count = state.count + 1
-        seconds = min(MAX_SECONDS, BASE_SECONDS * 2 ** (count - 1))
-        return Ejection(until=now + seconds, count=count, why=failing)
-    return Ejection() if carrying else state
+        recent = state.until is not None and now - state.until <= MAX_SECONDS
+        count = state.count + 1 if recent else 1
+        return Ejection(until=now + min(MAX_SECONDS, BASE_SECONDS * count), count=count, why=failing)
+    return Ejection() if served else state

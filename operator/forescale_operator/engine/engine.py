@@ -85,16 +85,17 @@ def decide(
         tick.events.append(Event(Reason.FORECAST_SPIKE, "Size for the " + next(
             t.message for t in check.fired if t.kind == triggers.FORECAST)))
 
-    # B out of the shifts while its pods fail the requests they are given (ejection.py).
-    b_failing = ejection.failing(spec, obs)
-    ejected = ejection.advance(state.learned.ejection, b_failing, bool(obs.b.rate_rps), now)
+    # B out of the shifts while its pods fail the requests they are given (ejection.py). What B was
+    # given is the share in force since the last tick: a reading of B without one is its leftovers'.
+    b_failing, b_served = ejection.judge(spec, obs, given=state.weights["b"] > 0)
+    ejected = ejection.advance(state.learned.ejection, b_failing, b_served, now)
     b_out = (f"{ejected.why}; b ejected from the shifts for {ejected.until - now:.0f} s more" if ejected.active(now)
              else None)
     if ejected is not state.learned.ejection and ejected.active(now):
         b = params.pool_name("b")
         tick.events.append(Event(Reason.BACKUP_EJECTED, (
             f"Eject {b} from the traffic shifts for {ejected.until - now:.0f} s ({ejected.count} in a row): {b_failing}")))
-    elif b_out:
+    if b_out:
         tick.reasons.append(b_out)
 
     # 3. Incident: start the playbook, or move recovery and the cut-back on.
@@ -350,12 +351,16 @@ def _advance_incident(spec: InferenceSpec, tick: Tick, check: triggers.TriggerCh
         tick.events.append(rejected[1])
         inc = replace(inc, runtime_precision_a=None, int8_rejected=True)
     emergency_weight_b = inc.emergency_weight_b
-    if inc.stage is Phase.EMERGENCY:
+    # The emergency follows B's gates each tick; recovery and the cut-back follow only the ejection's,
+    # which takes B's share at once (a B failing what it is given helps no stage of an incident).
+    if inc.stage is Phase.EMERGENCY or (limit.ejected and limit.percent < tick.weight_b):
         weight_b, action, event = playbook.readjust_shift(tick.weight_b, limit, params)
         if action:
             tick.actions.append(action)
             tick.events.append(event)
-            tick.weight_b = emergency_weight_b = weight_b
+            tick.weight_b = weight_b
+            if inc.stage is Phase.EMERGENCY:
+                emergency_weight_b = weight_b
     health = cutback.Health(triggers.overall_latency(obs), check.beyond_latency, triggers.quantile_label(spec.slo.quantile),
                             device_ratio=check.slow[-1] if check.slow and check.slow[-1] > 0 else None)
     progress = cutback.advance(

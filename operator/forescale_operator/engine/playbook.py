@@ -40,6 +40,8 @@ class ShiftLimit:
     limited_by: str | None
     #: B's ready capacity, requests per second
     ready_capacity: float
+    #: B is ejected (ejection.py): the gate holds in every stage of an incident, not only the emergency
+    ejected: bool = False
 
 
 def shift_limit(spec: InferenceSpec, obs: Observations, cap_b: float, params: EngineParams,
@@ -50,7 +52,7 @@ def shift_limit(spec: InferenceSpec, obs: Observations, cap_b: float, params: En
     wanted = spec.traffic.emergency_weight_percent if wanted is None else wanted
     ready_capacity = obs.b.ready_replicas * cap_b
     if ejected:
-        return ShiftLimit(0, ejected, ready_capacity)
+        return ShiftLimit(0, ejected, ready_capacity, ejected=True)
     min_agreement = spec.emergency.min_agreement
     agreement = obs.b.agreement
     if agreement is not None and agreement < min_agreement:

@@ -9,59 +9,58 @@ from dataclasses import replace
 import pytest
 
 from forescale_operator.engine import EngineState
-from forescale_operator.engine.ejection import BASE_SECONDS, MAX_SECONDS, Ejection, advance, failing
+from forescale_operator.engine.ejection import BASE_SECONDS, MAX_SECONDS, Ejection, advance, judge
 from forescale_operator.reasons import Reason
 
 from engine_inputs import build_obs, build_spec
 from test_engine_model import Scenario, healthy_ms, reasons
 
 
-@pytest.mark.parametrize("weights, b, error, fails", [
-    ((80, 20), (2, 2), 0.40, True),       # B's own requests fail over errorRatePercent (5)
-    ((80, 20), (2, 2), 0.05, False),      # at the line, not over it
-    ((80, 20), (2, 2), None, False),      # B reports no errors
-    ((80, 20), (2, 2), math.nan, False),  # nor a number
-    ((100, 0), (2, 2), 0.40, False),      # B carries nothing: nothing of this tick to tell
-    ((80, 20), (2, 0), 0.40, False),      # no ready pod of B
+@pytest.mark.parametrize("given, b, error, verdict", [
+    (True, (2, 2), 0.40, ("b errors 40.0% > 5% at 30.0 rps per pod", False)),  # over errorRatePercent (5)
+    (True, (2, 2), 0.05, (None, True)),       # at the line: served
+    (True, (2, 2), None, (None, False)),      # no error rate: nothing told either way
+    (True, (2, 2), math.nan, (None, False)),
+    (True, (2, 0), 0.40, (None, False)),      # no ready pod: the capacity gate's, not the ejection's
+    (False, (2, 2), 0.40, (None, False)),     # no share since the last tick: its leftovers' errors
 ])
-def test_b_fails_only_on_its_own_errors_at_a_tick_it_carries_traffic(weights, b, error, fails):
-    why = failing(build_spec(), build_obs(rate=300.0, weights=weights, b=b, b_extra={"error_rate": error}))
-    assert (why is not None) == fails
-    if fails:
-        assert why == "b errors 40.0% > 5% at 30.0 rps per pod"
+def test_b_is_judged_only_on_its_own_errors_at_a_tick_it_had_a_share(given, b, error, verdict):
+    obs = build_obs(rate=300.0, weights=(80, 20), b=b, b_extra={"error_rate": error})
+    assert judge(build_spec(), obs, given) == verdict
 
 
-# Each step: (time, B failing, B carrying traffic) -> (until, ejections in a row) after it.
+# Each step: (time, B failing, B served) -> (until, ejections in a row) after it.
 ROWS = {
     "the first ejection lasts the base time": [
-        (0, True, True, (60, 1))],
+        (0, True, False, (60, 1))],
     "what B shows while ejected changes nothing": [
-        (0, True, True, (60, 1)), (15, True, True, (60, 1)), (30, False, True, (60, 1))],
-    "a probe that fails again doubles the time": [
-        (0, True, True, (60, 1)), (60, True, True, (180, 2)), (180, True, True, (420, 3))],
-    "a probe that holds ends the row": [
-        (0, True, True, (60, 1)), (60, False, True, (None, 0)), (75, True, True, (135, 1))],
-    "no traffic after an ejection keeps the row": [
-        (0, True, True, (60, 1)), (60, False, False, (60, 1)), (90, True, True, (210, 2))],
+        (0, True, False, (60, 1)), (15, True, False, (60, 1)), (30, False, True, (60, 1))],
+    "a probe that fails again ejects for longer": [
+        (0, True, False, (60, 1)), (60, True, False, (180, 2)), (180, True, False, (360, 3))],
+    "a probe that serves ends the row": [
+        (0, True, False, (60, 1)), (60, False, True, (None, 0)), (75, True, False, (135, 1))],
+    "nothing told after an ejection keeps the row": [
+        (0, True, False, (60, 1)), (60, False, False, (60, 1)), (90, True, False, (210, 2))],
+    "an ejection long after the last starts a new row": [
+        (0, True, False, (60, 1)), (400, True, False, (460, 1))],
 }
 
 
 @pytest.mark.parametrize("steps", ROWS.values(), ids=ROWS.keys())
-def test_ejections_in_a_row_double_until_a_probe_holds(steps):
+def test_ejections_in_a_row_last_longer_until_a_probe_serves(steps):
     state = Ejection()
-    for now, fails, carrying, (until, count) in steps:
-        state = advance(state, "b errors" if fails else None, carrying, float(now))
+    for now, fails, served, (until, count) in steps:
+        state = advance(state, "b errors" if fails else None, served, float(now))
         assert (state.until, state.count) == (until, count)
 
 
-def test_the_ejection_time_stops_doubling_at_its_most():
+def test_the_ejection_time_grows_with_the_row_up_to_its_most():
     state, now, seconds = Ejection(), 0.0, []
     for _ in range(7):
-        state = advance(state, "b errors", True, now)
+        state = advance(state, "b errors", False, now)
         seconds.append(state.until - now)
         now = state.until
-    assert seconds == [BASE_SECONDS, 2 * BASE_SECONDS, 4 * BASE_SECONDS, 8 * BASE_SECONDS, MAX_SECONDS, MAX_SECONDS,
-                       MAX_SECONDS]
+    assert seconds == [BASE_SECONDS * n for n in range(1, 6)] + [MAX_SECONDS] * 2 and MAX_SECONDS == 5 * BASE_SECONDS
 
 
 def _overloaded_then_b_fails(tick, restart=False):
@@ -106,3 +105,34 @@ def test_an_ejection_survives_a_restart_from_status(tick):
     s, _ = _overloaded_then_b_fails(tick)
     back = EngineState.from_status(json.loads(json.dumps(s.state.to_status())))
     assert back.learned.ejection == s.state.learned.ejection and back.learned.ejection.count == 1
+
+
+def test_an_ejection_takes_bs_share_in_recovery_and_the_cut_back_too(tick):
+    """A slowed-down A's incident, recovering with 30% on B, when B starts failing: the share comes back to A
+    at once, the incident recovers and completes as before (the cut-back has nothing left to move)."""
+    s = Scenario(tick)
+    s.warm()
+    d = s.at(healthy_ms(37.5), rate=300.0, a_extra={"error_rate": 0.2})  # A's own requests fail: the playbook
+    assert Reason.EMERGENCY_STARTED in reasons(d) and d.weights["b"] == 30
+    d = s.at(healthy_ms(37.5), rate=300.0)
+    assert d.phase.value == "Recovering" and d.weights["b"] == 30
+    d = s.at(healthy_ms(37.5), rate=300.0, b_extra={"error_rate": 0.4})
+    assert Reason.BACKUP_EJECTED in reasons(d) and d.weights == {"a": 100, "b": 0}
+    shifted = next(e.message for e in d.events if e.reason is Reason.TRAFFIC_SHIFTED)
+    assert shifted.startswith("Shift 0% to chat-b (was 30%): b errors 40.0% > 5% at ")
+    phases = [s.at(healthy_ms(37.5), rate=300.0) for _ in range(12)]
+    assert all(p.weights["b"] == 0 for p in phases)
+    assert any(Reason.CUTBACK_COMPLETED in reasons(p) for p in phases)
+
+
+def test_bs_leftovers_after_its_share_went_eject_nothing(tick):
+    """The overload shift over, B's share back on A: B's errors at the next tick are the requests it still
+    held (its rate window is longer than a tick), not a shift it failed."""
+    s = Scenario(tick)
+    s.warm()
+    d = s.at(900.0, rate=500.0)  # the excess to B
+    assert d.weights["b"] > 0
+    d = s.at(healthy_ms(30.0), rate=300.0, a=(12, 12))  # A's new pods carry it: all back to A
+    assert d.weights["b"] == 0
+    d = s.at(healthy_ms(30.0), rate=300.0, a=(12, 12), b_extra={"rate_rps": 5.0, "error_rate": 0.6})
+    assert Reason.BACKUP_EJECTED not in reasons(d) and s.state.learned.ejection == Ejection()

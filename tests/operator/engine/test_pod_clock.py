@@ -172,6 +172,10 @@ def test_only_as_own_errors_start_the_playbook(tick, pool, starts):
     d = s.at(healthy_ms(37.5), rate=300.0, a_extra=failing if pool == "a" else None,
              b_extra=failing if pool == "b" else None)
     assert (Reason.EMERGENCY_STARTED in reasons(d)) == starts
+    if starts:
+        assert d.events[0].message.startswith("Start the incident playbook: errors 50.0% > 5% at ")
+    else:  # B's errors are B's: it leaves the shifts (ejection.py), A's pods are left alone
+        assert Reason.BACKUP_EJECTED in reasons(d) and d.weights == {"a": 100, "b": 0}
 
 
 def test_the_clock_survives_a_restart_from_status(tick):
