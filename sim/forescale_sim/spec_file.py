@@ -20,7 +20,8 @@ A field the InferenceDeployment has no place for, in `--spec` or a `--set`
 PATH, is refused with the fields it has there: the spec parser ignores what
 it does not read, as the API server prunes it, so a typo
 (`traffic.overloadMaxPrcent`) would otherwise replay the defaults and say
-nothing. The fields are the CRD's (`crds/`, read from the checkout).
+nothing. The fields are the CRD's (`crds/`, read from the checkout; an install from a wheel has
+none, and then the spec parser's checks alone).
 """
 
 from __future__ import annotations
@@ -39,18 +40,23 @@ CRD_FILE = Path(__file__).resolve().parents[2] / "crds" / "forescale.io_inferenc
 
 
 @functools.cache
-def spec_schema() -> Mapping[str, Any]:
-    """The openAPIV3Schema of the CRD's stored version, under `spec`."""
+def spec_schema(path: Path = CRD_FILE) -> Mapping[str, Any]:
+    """The openAPIV3Schema of the CRD's stored version, under `spec`; empty where the CRD is not
+    beside the package (an install from a wheel has no `crds/`): then no field is refused here, and
+    the spec parser's own checks are all there is."""
     import yaml
 
-    crd = yaml.safe_load(CRD_FILE.read_text(encoding="utf-8"))
+    try:
+        crd = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError:
+        return {}
     version = next(v for v in crd["spec"]["versions"] if v.get("storage"))
     return version["schema"]["openAPIV3Schema"]["properties"]["spec"]
 
 
 def unknown_field(keys: tuple[str, ...], schema: Mapping[str, Any] | None = None) -> str | None:
     """Why the spec has no field at dotted `keys` (None: it has, or the path enters a part the schema
-    leaves open, such as a pod template)."""
+    leaves open, such as a pod template, or there is no schema to ask)."""
     node = spec_schema() if schema is None else schema
     for i, key in enumerate(keys):
         props = node.get("properties")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from forescale_sim.spec_file import unknown_field
+from forescale_sim.spec_file import spec_schema, unknown_field
 
 
 @pytest.mark.parametrize("path, why", [
@@ -19,3 +19,9 @@ from forescale_sim.spec_file import unknown_field
 def test_a_path_the_spec_has_no_place_for_is_named_with_its_neighbours(path, why):
     found = unknown_field(tuple(path.split(".")))
     assert found is None if why is None else why in found
+
+
+def test_without_the_crd_beside_the_package_no_field_is_refused(tmp_path):
+    """An install from a wheel has no crds/: the replay still runs, with the spec parser's checks alone."""
+    schema = spec_schema(tmp_path / "absent.yaml")
+    assert schema == {} and unknown_field(("traffic", "overloadMaxPrcent"), schema) is None
