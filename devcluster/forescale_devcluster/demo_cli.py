@@ -16,7 +16,7 @@ def demo(
     json_out: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on stdout."),
     no_incident: bool = typer.Option(False, "--no-incident", help="The control run: no incident is injected."),
     seed: int = typer.Option(0, help="Seeds the incident time and the arrivals."),
-    duration: float = typer.Option(360.0, help="Seconds of load (the built-in pattern is stretched to it)."),
+    duration: float = typer.Option(360.0, help="Seconds of load (the built-in pattern is stretched to it; the incident lasts a quarter of it)."),
     mean_rate: float = typer.Option(20.0, help="Mean offered requests per second."),
     trace: Optional[str] = typer.Option(None, help="Replay this arrival trace (Azure CSV, Mooncake JSONL, rates CSV) instead of the built-in pattern."),
     plot: str = typer.Option("forescale-demo.png", help="Write the PNG timeline here ('' for none)."),
@@ -68,6 +68,8 @@ def _bad_input(settings, plot: str, workdir: Optional[str]) -> Optional[str]:
     if workdir and Path(workdir).exists() and not Path(workdir).is_dir():
         return f"--workdir {workdir} exists and is not a folder"
     if plot:
+        if Path(plot).is_dir():
+            return f"--plot {plot} is a folder; give a file path such as {Path(plot) / 'forescale-demo.png'}"
         folder = Path(plot).parent
         if not folder.is_dir():
             return f"--plot {plot}: no folder {folder}"

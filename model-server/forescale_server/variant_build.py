@@ -160,7 +160,8 @@ def _tokenizer(teacher_dir: Path, max_len: int):
 
 
 def _prepare(ctx: BuildContext) -> None:
-    """Teacher, training batches with the teacher's target embeddings, eval reference (once per build)."""
+    """The teacher and the eval reference (once per build); the training batches come with the first
+    recipe that trains (`_teacher_batches`), so their teacher pass counts in that recipe's build time."""
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
 

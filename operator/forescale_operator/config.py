@@ -117,7 +117,7 @@ def _lease(env: Mapping[str, str]) -> tuple[int, float]:
 def check_namespaces(namespaces: tuple[str, ...], source: str) -> None:
     """ConfigError naming `source` (the variable or flag) at the first name that is no namespace name."""
     for namespace in namespaces:
-        if not _DNS_LABEL.match(namespace) or len(namespace) > 63:
+        if not _DNS_LABEL.fullmatch(namespace) or len(namespace) > 63:
             raise ConfigError(f"{source}: {namespace!r} is not a valid namespace name")
 
 

@@ -211,7 +211,7 @@ def _csv_feature(path, time_column, value_column, quiet: bool) -> str:
             log("training a rate model: the file is a request trace, binned into a request rate")
         return "rate"
     with readable(path), path.open(newline="", encoding="utf-8-sig") as handle:
-        header = next(csv_module.reader(handle), [])
+        header = next((row for row in csv_module.reader(handle) if any(cell.strip() for cell in row)), [])
     if not any(cell.strip() for cell in header):
         fail("train", f"{path} is empty")
     time_index = find_column(header, time_column, TIME_COLUMNS, "time")
@@ -271,11 +271,11 @@ def _when(text: str, flag: str) -> float:
         return float(text)
     except ValueError:
         pass
-    if text[-1:].isalpha() and text[0].isdigit() and "-" not in text and ":" not in text:
-        return time.time() - parse_duration(text)
     try:
+        if text[-1:].isalpha() and text[0].isdigit() and "-" not in text and ":" not in text:
+            return time.time() - parse_duration(text)
         return float(parse_times([text], column=flag)[0])
-    except SeriesError:
+    except ValueError:  # SeriesError is one too
         raise SeriesError(f"{flag} {text!r} is not a time: give epoch seconds, an ISO time such as "
                           f"2026-12-01T00:00:00Z, 'now', or a duration ago such as 7d") from None
 

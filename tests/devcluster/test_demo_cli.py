@@ -11,6 +11,7 @@ from forescale_devcluster.demo_scenario import DemoSettings
 
 @pytest.mark.parametrize("flag, value, message", [
     ("--plot", "{tmp}/no-such-folder/x.png", "--plot {tmp}/no-such-folder/x.png: no folder {tmp}/no-such-folder"),
+    ("--plot", "{tmp}", "--plot {tmp} is a folder; give a file path such as {tmp}/forescale-demo.png"),
     ("--trace", "{tmp}/nope.csv", "--trace {tmp}/nope.csv: trace file '{tmp}/nope.csv' not found"),
     ("--trace", "{tmp}/empty.csv", "is empty"),
     ("--trace", "{tmp}/bad.csv", "no timestamp or time column"),

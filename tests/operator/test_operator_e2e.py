@@ -236,6 +236,7 @@ def test_invalid_resource_does_not_stop_the_others_and_recovers(cluster, start_o
     (("-A",), {"KUBECONFIG": "/nonexistent/kubeconfig"}, "cannot load Kubernetes credentials"),
     (("-n", "ml", "-n", "Bad_NS"), {}, "bad setting: -n/--namespace: 'Bad_NS' is not a valid namespace name"),
     (("-n", "ml.team"), {}, "bad setting: -n/--namespace: 'ml.team' is not a valid namespace name"),
+    (("-n", "ml\n"), {}, "bad setting: -n/--namespace: 'ml\\n' is not a valid namespace name"),
 ])
 def test_bad_start_up_exits_with_a_clear_message(tmp_path, args, env, message):
     import sys

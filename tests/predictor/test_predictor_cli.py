@@ -184,7 +184,8 @@ PROM = ["--prometheus-url", "http://127.0.0.1:1", "--timeout", "1"]
     ([*PROM, "--query", "up", "--feature", "rate", "--start", "yesterday"],
      "--start 'yesterday' is not a time: give epoch seconds, an ISO time"),
     ([*PROM, "--query", "up", "--feature", "rate", "--start", "1d", "--end", "tomorrow"], "--end 'tomorrow' is not a time"),
-], ids=["seed", "empty", "latency-column", "rate-column", "pool", "timeout", "start", "end"])
+    ([*PROM, "--deployment", "chat", "--start", "7x"], "--start '7x' is not a time"),  # a traceback before
+], ids=["seed", "empty", "latency-column", "rate-column", "pool", "timeout", "start", "end", "start-fine-tune"])
 def test_train_bad_arguments_name_the_option(series_csv, tmp_path, capsys, args, message):
     empty = tmp_path / "empty.csv"
     empty.write_text("")
@@ -194,9 +195,10 @@ def test_train_bad_arguments_name_the_option(series_csv, tmp_path, capsys, args,
     assert code == 2 and message.format(**fill) in err and "Traceback" not in err and out == ""
 
 
-def test_train_takes_the_one_column_beside_the_time_whatever_its_name(tmp_path, capsys):
+@pytest.mark.parametrize("head", ["", "\n"], ids=["header-first", "blank-line-first"])
+def test_train_takes_the_one_column_beside_the_time_whatever_its_name(tmp_path, capsys, head):
     path = tmp_path / "rps.csv"
-    path.write_text("timestamp,rps\n" + "".join(f"{i * 60},{5 + i % 7}\n" for i in range(200)))
+    path.write_text(head + "timestamp,rps\n" + "".join(f"{i * 60},{5 + i % 7}\n" for i in range(200)))
     code, out, err = run(["train", "--csv", str(path), "--out", str(tmp_path / "m.pt"), *FAST], capsys)
     assert code == 0, err
     assert "['rate'] every 60 s" in err  # a rate model: told from the column's name
