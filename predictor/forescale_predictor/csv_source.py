@@ -49,8 +49,10 @@ def find_column(header: list[str], wanted: str | None, candidates: tuple[str, ..
         if name and name.lower() in lowered:
             return lowered.index(name.lower())
     shown = ", ".join(h.strip() for h in header)
-    hint = f"column {wanted!r}" if wanted else f"{role} column ({' / '.join(candidates)})"
-    raise SeriesError(f"no {hint} in header [{shown}]; name it with {flag or f'--{role}-column'}")
+    flag = flag or f"--{role}-column"
+    if wanted:
+        raise SeriesError(f"no column {wanted!r} in header [{shown}]; check {flag}")
+    raise SeriesError(f"no {role} column ({' / '.join(candidates)}) in header [{shown}]; name it with {flag}")
 
 
 def find_value_column(header: list[str], time_index: int, wanted: str | None, flag: str = "--value-column") -> int:
