@@ -179,3 +179,19 @@ def test_the_operator_has_requests_and_limits_by_default():
     # from the scale benchmark (docs/operator-scale.md): torch and the LSTM make an unbounded operator a risk
     resources = one(render(), "Deployment")["spec"]["template"]["spec"]["containers"][0]["resources"]
     assert resources == {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+
+
+@pytest.mark.parametrize("fullname, service", [
+    ("forescale", "forescale-metrics"),
+    ("x" * 60, "x" * 55 + "-metrics"),  # cut to fit the 63 characters of a Service name
+])
+def test_the_metrics_service_name_fits_a_service_name(fullname, service):
+    rendered = one(render(set_values={"fullnameOverride": fullname}), "Service")
+    assert rendered["metadata"]["name"] == service and len(service) <= 63
+
+
+@pytest.mark.parametrize("size", ["256Mi", "1G", "1.5Gi", "500M"])
+def test_tmp_size_limit_takes_a_kubernetes_quantity(size):
+    deployment = one(render(set_values={"tmpSizeLimit": size}), "Deployment")
+    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+    assert any(v.get("emptyDir", {}).get("sizeLimit") == size for v in volumes.values())

@@ -26,9 +26,13 @@ CASES = [
     ("tag-not-string.yaml", "image.tag: Invalid type. Expected: string, given: number"),
     ("replicas-without-peering.yaml", "operator.replicas is 3 but operator.peering.enabled is false"),
     ("same-ports.yaml", "operator.metricsPort and operator.healthPort are both 8081"),
+    ("all-namespaces-beside-namespaces.yaml", "operator.extraArgs has -A but operator.namespaces is set"),
+    ("extra-env-repeats-a-chart-variable.yaml", "operator.extraEnv sets FORESCALE_PROMETHEUS_URL, which the chart sets"),
+    ("tmp-size-not-a-quantity.yaml", "tmpSizeLimit: Does not match pattern"),
 ]
 #: Rules the schema cannot express, checked by "forescale.validate" in _helpers.tpl.
-TEMPLATE_CHECKS = {"replicas-without-peering.yaml", "same-ports.yaml"}
+TEMPLATE_CHECKS = {"replicas-without-peering.yaml", "same-ports.yaml", "all-namespaces-beside-namespaces.yaml",
+                   "extra-env-repeats-a-chart-variable.yaml"}
 
 
 def test_every_bad_values_file_has_a_case():

@@ -76,6 +76,27 @@ app.kubernetes.io/component: operator
 {{- if eq (int .Values.operator.metricsPort) (int .Values.operator.healthPort) }}
 {{- fail (printf "operator.metricsPort and operator.healthPort are both %d: they must differ" (int .Values.operator.metricsPort)) }}
 {{- end }}
+{{- /* the chart passes -n per namespace: an -A beside them stops the operator at start-up */}}
+{{- if .Values.operator.namespaces }}
+{{- range .Values.operator.extraArgs }}
+{{- if has . (list "-A" "--all-namespaces") }}
+{{- fail (printf "operator.extraArgs has %s but operator.namespaces is set: the operator takes either; leave operator.namespaces empty to watch every namespace" .) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- /* a second entry of a variable the chart sets would leave which one wins to the order of the list */}}
+{{- $set := list "FORESCALE_PROMETHEUS_URL" "FORESCALE_NAMESPACES" "FORESCALE_LOG_LEVEL" "FORESCALE_ADMIN_TOKEN_SECRET" "FORESCALE_ADMIN_TOKEN_COPY_FROM" "FORESCALE_METRICS_PORT" "FORESCALE_HEALTH_PORT" "FORESCALE_PEERING" "POD_NAME" }}
+{{- range .Values.operator.extraEnv }}
+{{- if has .name $set }}
+{{- fail (printf "operator.extraEnv sets %s, which the chart sets from its own value: use that value instead (docs/install.md)" .name) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* "<fullname>-<suffix>" within the 63 characters of a Service name: the fullname is cut to make room. */}}
+{{- define "forescale.suffixedName" -}}
+{{- $suffix := .suffix }}
+{{- printf "%s-%s" (include "forescale.fullname" .root | trunc (int (sub 62 (len $suffix))) | trimSuffix "-") $suffix }}
 {{- end }}
 
 {{/* A Prometheus duration such as 90s, 15m or 2h, in seconds (values.schema.json admits only these forms). */}}
