@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from forescale_devcluster.arrivals import builtin_pattern, from_trace
+from forescale_devcluster.arrivals import RateProfile, builtin_pattern, from_trace
 from forescale_devcluster.demo_scenario import DemoSettings, demo_resource
 from forescale_devcluster.demo_stack import DemoStack, StackSettings, wait_until
 from forescale_devcluster.loadgen import LoadGenerator, RequestRecord
@@ -85,7 +85,7 @@ def _p99(values: list[float]) -> float | None:
     return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
-def load_pattern(s: DemoSettings):
+def load_pattern(s: DemoSettings) -> RateProfile:
     """The load to offer: the trace compressed to the demo's length, or the built-in pattern stretched
     to it; ValueError naming the trace when it cannot be read (the CLI asks before starting anything)."""
     if s.trace:
@@ -96,8 +96,10 @@ def load_pattern(s: DemoSettings):
 
 class Demo:
     def __init__(self, settings: DemoSettings, stack: DemoStack, *, echo: Callable[[str], None] | None = None,
-                 live: bool = True) -> None:
+                 live: bool = True, pattern: RateProfile | None = None) -> None:
         self.settings = settings
+        #: the load to offer, read once (by the CLI, before the stack starts); None: read at the run
+        self.pattern = pattern
         self.stack = stack
         self.echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
         self.live = live
@@ -105,9 +107,6 @@ class Demo:
         self._seen_events: set[str] = set()
 
     # -- the parts -----------------------------------------------------------
-
-    def _pattern(self):
-        return load_pattern(self.settings)
 
     def _poll_events(self) -> None:
         for event in self.stack.events(self.settings.name):
@@ -193,7 +192,7 @@ class Demo:
             self.echo(f"applied InferenceDeployment {ns}/{s.name}; waiting for pool a's pods")
         await asyncio.to_thread(wait_until, lambda: len(stack.pod_urls(s.name, "a")) >= 2, 120, 1.0, "pool a's pods to be ready")
         await asyncio.to_thread(stack.start_gateway, s.name)
-        pattern = self._pattern()
+        pattern = self.pattern or load_pattern(s)
         gen = LoadGenerator(stack.gateway_url, pattern, duration_seconds=s.duration_seconds, seed=s.seed,
                             max_concurrency=256, timeout_seconds=10.0, on_record=self.run.records.append)
         self.run.started_at = time.time()
@@ -218,12 +217,14 @@ class Demo:
         return self.run
 
 
-def run_demo(settings: DemoSettings, *, live: bool = True, workdir: str | None = None) -> DemoRun:
-    """Start the stack, run the demo, stop everything; returns what was recorded."""
+def run_demo(settings: DemoSettings, *, live: bool = True, workdir: str | None = None,
+             pattern: RateProfile | None = None) -> DemoRun:
+    """Start the stack, run the demo, stop everything; returns what was recorded. `pattern`: the load,
+    already read (`load_pattern`); None reads it at the run."""
     stack = DemoStack(StackSettings(startup_seconds=settings.startup_seconds, workdir=workdir, profile=settings.profile,
                                     operator_env=settings.operator_env()))
     try:
         stack.start()
-        return asyncio.run(Demo(settings, stack, live=live).execute())
+        return asyncio.run(Demo(settings, stack, live=live, pattern=pattern).execute())
     finally:
         stack.stop()

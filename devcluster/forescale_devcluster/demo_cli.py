@@ -37,12 +37,12 @@ def demo(
     settings = DemoSettings(duration_seconds=duration, mean_rate=mean_rate, trace=trace, seed=seed, incident=not no_incident)
     # Everything the user gave is checked before the stack starts: found after it, a bad trace or
     # plot path cost the minutes of a whole run (and the summary, with a traceback at the end).
-    problem = _bad_input(settings, plot, workdir)
+    problem, pattern = _read_input(settings, plot, workdir)
     if problem:
         typer.echo(f"forescale demo: {problem}", err=True)
         raise typer.Exit(2)
     try:
-        run = run_demo(settings, live=True, workdir=workdir)
+        run = run_demo(settings, live=True, workdir=workdir, pattern=pattern)
     except (StackError, ValueError, OSError) as exc:
         typer.echo(f"forescale demo: {exc}", err=True)
         raise typer.Exit(1)
@@ -58,25 +58,24 @@ def demo(
         sys.stdout.write(json.dumps(result) + "\n")
 
 
-def _bad_input(settings, plot: str, workdir: Optional[str]) -> Optional[str]:
-    """What is wrong with --trace, --plot or --workdir (None: nothing)."""
+def _read_input(settings, plot: str, workdir: Optional[str]):
+    """(what is wrong with --trace, --plot or --workdir, None) or (None, the load to offer, read once)."""
     import os
     from pathlib import Path
 
     from forescale_devcluster.demo import load_pattern
 
     if workdir and Path(workdir).exists() and not Path(workdir).is_dir():
-        return f"--workdir {workdir} exists and is not a folder"
+        return f"--workdir {workdir} exists and is not a folder", None
     if plot:
         if Path(plot).is_dir():
-            return f"--plot {plot} is a folder; give a file path such as {Path(plot) / 'forescale-demo.png'}"
+            return f"--plot {plot} is a folder; give a file path such as {Path(plot) / 'forescale-demo.png'}", None
         folder = Path(plot).parent
         if not folder.is_dir():
-            return f"--plot {plot}: no folder {folder}"
+            return f"--plot {plot}: no folder {folder}", None
         if not os.access(folder, os.W_OK):
-            return f"--plot {plot}: cannot write in {folder}"
+            return f"--plot {plot}: cannot write in {folder}", None
     try:
-        load_pattern(settings)
+        return None, load_pattern(settings)
     except (ValueError, OSError) as exc:
-        return f"--trace {settings.trace}: {exc}"
-    return None
+        return f"--trace {settings.trace}: {exc}", None

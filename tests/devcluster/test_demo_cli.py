@@ -22,13 +22,14 @@ def test_bad_input_is_refused_before_anything_starts(tmp_path, flag, value, mess
     (tmp_path / "bad.csv").write_text("garbage\n1,2\n")
     (tmp_path / "a-file").write_text("")
     value, message = value.format(tmp=tmp_path), message.format(tmp=tmp_path)
-    problem = demo_cli._bad_input(DemoSettings(trace=value if flag == "--trace" else None),
-                                  value if flag == "--plot" else "", value if flag == "--workdir" else None)
-    assert problem is not None and message in problem
+    problem, pattern = demo_cli._read_input(DemoSettings(trace=value if flag == "--trace" else None),
+                                            value if flag == "--plot" else "", value if flag == "--workdir" else None)
+    assert problem is not None and message in problem and pattern is None
 
 
-def test_good_input_has_no_problem(tmp_path):
-    assert demo_cli._bad_input(DemoSettings(), str(tmp_path / "x.png"), str(tmp_path / "work")) is None
+def test_good_input_is_read_once_for_the_run(tmp_path):
+    problem, pattern = demo_cli._read_input(DemoSettings(), str(tmp_path / "x.png"), str(tmp_path / "work"))
+    assert problem is None and pattern.duration > 0
 
 
 @pytest.mark.parametrize("duration, seconds", [

@@ -65,6 +65,12 @@ class Ejection:
     def active(self, now: float) -> bool:
         return self.until is not None and now < self.until
 
+    def gate(self, now: float) -> str | None:
+        """Why every shift gate reads 0% now, with its numbers (None: B is not ejected)."""
+        if not self.active(now):
+            return None
+        return f"{self.why}; b ejected from the shifts for {self.until - now:.0f} s more"
+
 
 def judge(spec: InferenceSpec, obs: Observations, given: bool) -> tuple[str | None, bool]:
     """What this tick showed of B: why it failed the requests it was given (None: it did not, or

@@ -89,12 +89,11 @@ def decide(
     # given is the share in force since the last tick: a reading of B without one is its leftovers'.
     b_failing, b_served = ejection.judge(spec, obs, given=state.weights["b"] > 0)
     ejected = ejection.advance(state.learned.ejection, b_failing, b_served, now)
-    b_out = (f"{ejected.why}; b ejected from the shifts for {ejected.until - now:.0f} s more" if ejected.active(now)
-             else None)
-    if ejected is not state.learned.ejection and ejected.active(now):
-        b = params.pool_name("b")
+    b_out = ejected.gate(now)
+    if b_out and ejected is not state.learned.ejection:
         tick.events.append(Event(Reason.BACKUP_EJECTED, (
-            f"Eject {b} from the traffic shifts for {ejected.until - now:.0f} s ({ejected.count} in a row): {b_failing}")))
+            f"Eject {params.pool_name('b')} from the traffic shifts for {ejected.until - now:.0f} s "
+            f"({ejected.count} in a row): {ejected.why}")))
     if b_out:
         tick.reasons.append(b_out)
 
