@@ -8,15 +8,23 @@ B timed 40% of them out (410 violation s against the HPA's 280, which has no B; 
 ejection, 250 without the slowdown).
 
 The test: at a tick B had a share since the last one, its own requests fail (rejected, or timed
-out) over `errorRatePercent`, the playbook's error line. Latency alone does not eject it. B is a batching
-server as A is, and its p99 over `triggerRatio x` its model's prediction at a load the model says it
-carries is as often a burst inside the step as a changed pod (A's clock tells those apart, and B has
-none): asked that too, the overload shifts' ordinary misses ejected B on ServeGen m-mid at 10x
-without any incident (250 -> 280 violation s), and with A's slowdown (270 -> 310 s); asked at two
-ticks running, outside incidents only, it still ejected a healthy B there at 93% of its capacity in
-6 of the frontier's 144 cases (349 -> 348 goals), though it took a B that is slow and fails nothing
-(Mooncake at 10x, 3x slower: 2-10 s against the model's 0.4) from 440 to 300 violation s. That B
-keeps its shifts (docs/engine.md, section 4b).
+out) over `errorRatePercent`, the playbook's error line, or its device runs slower per unit of work
+than `triggerRatio x` its clock's usual (and past the clock's noise) while its p99 is over the
+target: the two ways A's own triggers tell pods that changed (triggers.py), asked of B's pods.
+
+Latency alone does not eject B. B is a batching server as A is, and its p99 over `triggerRatio x`
+its model's prediction at a load the model says it carries is as often a burst inside the step as
+a changed pod: asked that (before B had a clock), the overload shifts' ordinary misses ejected B on
+ServeGen m-mid at 10x without any incident (250 -> 280 violation s), and with A's slowdown
+(270 -> 310 s); asked at two ticks running, outside incidents only, it still ejected a healthy B
+there at 93% of its capacity in 6 of the frontier's 144 cases (349 -> 348 goals). B's clock
+(pod_clock.py, learned only from ticks B serves a share within its target) tells the two apart, as
+A's does: a queue makes requests wait, not the device slower. A B 3x slower per unit that fails
+nothing (Mooncake at 10x, 10 minutes) took the overload shifts at 440 violation s, 340 with the
+clock (290 without the slowdown, the HPA 130); 2x slower, 360 -> 300. The frontier's 144 cases and
+`bench.unseen_traffic` did not move (349 goals; 55, 28 and 22 of 56): no healthy B was ejected.
+One tick is enough, where A's device trigger waits for `breach_ticks`: B's share is the engine's to
+give, and a shift withheld for 60 s costs what an overload shift would have saved, not a playbook.
 
 What follows is outlier ejection as Envoy does it for a host: out for `base_ejection_time`
 multiplied by the number of times ejected, at most `max_ejection_time`. B takes 0% in every shift,
@@ -72,21 +80,30 @@ class Ejection:
         return f"{self.why}; b ejected from the shifts for {self.until - now:.0f} s more"
 
 
-def judge(spec: InferenceSpec, obs: Observations, given: bool) -> tuple[str | None, bool]:
+def judge(spec: InferenceSpec, obs: Observations, given: bool,
+          device: tuple[float | None, float] = (None, math.inf)) -> tuple[str | None, bool]:
     """What this tick showed of B: why it failed the requests it was given (None: it did not, or
     nothing can be told), and whether it served them within the line. `given`: B had a share since
     the last tick; without one, what B reports is its leftovers', and tells nothing either way.
     Without a known error rate, or without a ready pod, nothing can be told either (the capacity
-    gate already gives a B with no ready pod nothing)."""
+    gate already gives a B with no ready pod nothing). `device`: B's device time per unit over its
+    clock's this tick (None: no clock yet) and the line past which that is its pods, not noise."""
     b = obs.b
     if not given or not b.ready_replicas or not b.rate_rps or b.rate_rps <= 0:
         return None, False
+    per_pod = b.rate_rps / b.ready_replicas
+    ratio, line = device
+    target = spec.slo.target_latency_ms
+    slow_line = max(spec.emergency.trigger_ratio, line)
+    if ratio is not None and ratio > slow_line and b.latency_ms is not None and b.latency_ms > target:
+        return (f"b's device at {ratio:.2f}x its usual time per unit of work (> {slow_line:.2f}x), its p99 "
+                f"{b.latency_ms:.0f} ms > {target:g} ms at {per_pod:.1f} rps per pod"), False
     if b.error_rate is None or not math.isfinite(b.error_rate):
         return None, False
     limit = spec.emergency.error_rate_percent / 100.0
     if b.error_rate > limit:
         return (f"b errors {b.error_rate * 100:.1f}% > {spec.emergency.error_rate_percent:g}% at "
-                f"{b.rate_rps / b.ready_replicas:.1f} rps per pod"), False
+                f"{per_pod:.1f} rps per pod"), False
     return None, True
 
 

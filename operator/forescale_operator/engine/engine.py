@@ -76,8 +76,8 @@ def decide(
     check = triggers.check(spec, obs, forecast, health, state.learned.queue, state.learned.ratios,
                            state.learned.burn, now, params, state.learned.slow)
     missed = health.latency_ms is not None and health.latency_ms > target and not health.explained
-    clock = learning.learn_clock(clock, obs, state.learned.last_ready, precision["a"], inc.stage is not None,
-                                 missed, params)
+    clock = learning.learn_clock(clock, obs.a, state.learned.last_ready.get("a"),
+                                 params.pool_speed(obs.a, precision["a"]), inc.stage is not None or missed, params)
     if check.load_note:
         tick.reasons.append(check.load_note)
     spike = check.has(triggers.FORECAST)
@@ -87,7 +87,16 @@ def decide(
 
     # B out of the shifts while its pods fail the requests they are given (ejection.py). What B was
     # given is the share in force since the last tick: a reading of B without one is its leftovers'.
-    b_failing, b_served = ejection.judge(spec, obs, given=state.weights["b"] > 0)
+    # B's clock is asked before this tick's sample too, and learns only while B serves a share within its target.
+    given_b = state.weights["b"] > 0
+    clock_b = state.learned.clocks.get("b")
+    speed_b = params.pool_speed(obs.b, precision["b"])
+    device_b = ((clock_b.ratio(obs.b.service_size, obs.b.service_ms, speed_b), clock_b.line(params.gate_sigmas))
+                if clock_b is not None else (None, math.inf))
+    b_over = obs.b.latency_ms is None or obs.b.latency_ms > target
+    clock_b = learning.learn_clock(clock_b, obs.b, state.learned.last_ready.get("b"), speed_b,
+                                   not given_b or b_over, params)
+    b_failing, b_served = ejection.judge(spec, obs, given=given_b, device=device_b)
     ejected = ejection.advance(state.learned.ejection, b_failing, b_served, now)
     b_out = ejected.gate(now)
     if b_out and ejected is not state.learned.ejection:
@@ -179,7 +188,7 @@ def decide(
     phase = phase_for(tick.incident.stage, obs, desired, saturated)
     learned = Learned(
         models=models,
-        clocks={"a": clock} if clock is not None else {},
+        clocks={p: c for p, c in (("a", clock), ("b", clock_b)) if c is not None},
         history=learned_history,
         startup=startup,
         last_ready={"a": obs.a.ready_replicas, "b": obs.b.ready_replicas},
@@ -211,18 +220,21 @@ def decide(
         conditions=conditions(spec, phase, obs, forecast, tick.incident.stage, reasons),
         summary=summary(phase, obs, desired, weights, dem, label, target, reasons, prec_a),
         reasons=reasons,
-        models=_model_reports(models, clock, health, target, precision, stretch, params),
+        models=_model_reports(models, {"a": (clock, health.clock_ratio), "b": (clock_b, device_b[0])}, target,
+                              precision, stretch, params),
     )
     return preview.wrap(spec, decision, params)
 
 
-def _model_reports(models: dict[str, PoolModel], clock: PodClock | None, health: triggers.Health, target: float,
-                   precision: dict[str, str], stretch: float, params: EngineParams) -> dict[str, dict]:
-    """`Decision.models`: each pool's fitted latency model, A's stretch, and A's clock under `clock`."""
+def _model_reports(models: dict[str, PoolModel], clocks: dict[str, tuple[PodClock | None, float | None]],
+                   target: float, precision: dict[str, str], stretch: float, params: EngineParams) -> dict[str, dict]:
+    """`Decision.models`: each pool's fitted latency model, A's stretch, and each pool's clock with this
+    tick's ratio to it under `clock`."""
     out: dict[str, dict] = {p: learning.summary(models[p], target, params.speed(precision[p]), params) for p in ("a", "b")}
     out["a"]["stretch"] = round(stretch, 3)
-    if clock is not None:
-        out["a"]["clock"] = learning.clock_summary(clock, health.clock_ratio, health.clock_line)
+    for pool, (clock, ratio) in clocks.items():
+        if clock is not None:
+            out[pool]["clock"] = learning.clock_summary(clock, ratio, clock.line(params.gate_sigmas))
     return out
 
 

@@ -13,9 +13,10 @@
   Kalman gate accepts.
 - A learned sample served within the target raises the pool's proven rate:
   with the prior, the evidence that bounds the capacity (latency_model.py).
-- Pool A's clock (pod_clock.py) learns from the device time its pods report
-  (`learn_clock`): not during an incident, nor while A misses its target at a
-  load its model says it carries.
+- Each pool's clock (pod_clock.py) learns from the device time its pods report
+  (`learn_clock`): A's not during an incident, nor while A misses its target at
+  a load its model says it carries; B's only while it serves a share within its
+  target (ejection.py asks it).
 - Once a pool's fitted capacity departs from the prior by more than
   `contradiction_ratio` after `min_model_samples` samples, one event says the
   pods win over the annotation or load test (rule 1's "bad input").
@@ -83,29 +84,27 @@ def _steady(o: PoolObservation, params: EngineParams) -> bool:
 
 def learn_clock(
     clock: PodClock | None,
-    obs: Observations,
-    last_ready: Mapping[str, int],
-    precision: str,
-    incident_on_a: bool,
-    symptom_unexplained: bool,
+    pool: PoolObservation,
+    ready_before: int | None,
+    speed: float,
+    hold: bool,
     params: EngineParams,
 ) -> PodClock | None:
-    """Pool A's clock after this tick (None while A's pods never reported device time).
+    """A pool's clock after this tick (None while its pods never reported device time).
 
     A sample needs the device time and the unit's size and, as a latency sample, a fleet that
-    did not change since the last tick. It is not taken during an incident, nor while A misses
-    its target at a load the latency model says it carries (`symptom_unexplained`): the clock
-    must hold the pods' usual time, and a tick like that may be an incident not yet called (a
-    clock learned then, in the first minutes of an operator, took a slowdown for the usual). An
-    overload's ticks are taken: a queue makes requests wait, not the device slower."""
-    a = obs.a
-    if a.service_ms is None or a.service_size is None:
+    did not change since the last tick. The caller holds it (`hold`) where the tick may show pods
+    that are not their usual: A during an incident, or while it misses its target at a load the
+    latency model says it carries (a tick like that may be an incident not yet called: a clock
+    learned then, in the first minutes of an operator, took a slowdown for the usual); B without
+    a share since the last tick (its leftovers) or over its target. An overload's ticks are taken:
+    a queue makes requests wait, not the device slower."""
+    if pool.service_ms is None or pool.service_size is None:
         return clock
     clock = clock or PodClock()
-    if incident_on_a or symptom_unexplained or not a.ready_replicas or a.ready_replicas != last_ready.get("a"):
+    if hold or not pool.ready_replicas or pool.ready_replicas != ready_before:
         return clock
-    speed = params.pool_speed(a, precision)
-    return clock.learn(a.service_size, a.service_ms, speed, params.model.gate_sigmas, params.model.drift)
+    return clock.learn(pool.service_size, pool.service_ms, speed, params.model.gate_sigmas, params.model.drift)
 
 
 def contradictions(
@@ -130,7 +129,7 @@ def contradictions(
 
 
 def clock_summary(clock: PodClock, ratio: float | None, line: float) -> dict[str, float | int | None]:
-    """Pool A's clock for status (`status.pools.a.model.clock`), at the reference precision: the
+    """A pool's clock for status (`status.pools.*.model.clock`), at the reference precision: the
     line's two terms, this tick's ratio to it (None when not measured or still learning), the
     ratio past which the pods changed, and its samples."""
     return {

@@ -29,6 +29,27 @@ def test_b_is_judged_only_on_its_own_errors_at_a_tick_it_had_a_share(given, b, e
     assert judge(build_spec(), obs, given) == verdict
 
 
+# B's device time over its clock's this tick, the clock's noise line, B's p99 (the target is 200 ms) -> the verdict
+DEVICE = {
+    "slower than the trigger ratio, users hurt: ejected": (
+        (3.0, 1.2), 900.0,
+        ("b's device at 3.00x its usual time per unit of work (> 2.00x), its p99 900 ms > 200 ms at 30.0 rps per pod",
+         False)),
+    "slower, but within the target: served": ((3.0, 1.2), 150.0, (None, True)),
+    "over the target at its usual speed: a burst, not its pods": ((1.05, 1.2), 900.0, (None, True)),
+    "under the trigger ratio: still useful capacity": ((1.8, 1.2), 900.0, (None, True)),
+    "past the ratio but inside a noisy clock's line": ((2.5, 3.0), 900.0, (None, True)),
+    "no clock yet: latency alone ejects nothing": ((None, math.inf), 900.0, (None, True)),
+}
+
+
+@pytest.mark.parametrize("device, latency, verdict", DEVICE.values(), ids=DEVICE.keys())
+def test_a_b_whose_device_runs_slow_is_failing_its_share(device, latency, verdict):
+    obs = build_obs(rate=300.0, weights=(80, 20), b=(2, 2), b_extra={"latency_ms": latency})
+    assert judge(build_spec(), obs, True, device) == verdict
+    assert judge(build_spec(), obs, False, device) == (None, False)  # no share since the last tick: leftovers
+
+
 # Each step: (time, B failing, B served) -> (until, ejections in a row) after it.
 ROWS = {
     "the first ejection lasts the base time": [
@@ -136,3 +157,30 @@ def test_bs_leftovers_after_its_share_went_eject_nothing(tick):
     assert d.weights["b"] == 0
     d = s.at(healthy_ms(30.0), rate=300.0, a=(12, 12), b_extra={"rate_rps": 5.0, "error_rate": 0.6})
     assert Reason.BACKUP_EJECTED not in reasons(d) and s.state.learned.ejection == Ejection()
+
+
+def _b_clocked(factor: float = 1.0) -> dict:
+    """B's device time: a batch of 4 items at 4 ms + 0.5 ms per item, `factor` times slower."""
+    return {"service_ms": factor * (4.0 + 0.5 * 4), "service_size": 4.0}
+
+
+def test_bs_clock_learns_while_it_serves_a_share_and_a_slow_b_is_ejected(tick):
+    """B's clock learns from ticks it carries a share within its target (not from its leftovers); B 3x slower
+    per unit of work and over the target while carrying an overload shift leaves the shifts, as failing B does."""
+    s = Scenario(tick)
+    s.warm()
+    s.at(healthy_ms(37.5), rate=300.0, b_extra=_b_clocked())  # no share: nothing learned
+    assert s.state.learned.clocks.get("b") is None or s.state.learned.clocks["b"].samples == 0
+    for _ in range(5):
+        s.state = replace(s.state, weights={"a": 80, "b": 20})
+        d = s.at(healthy_ms(37.5), rate=300.0, b_extra=_b_clocked())
+    clock = s.state.learned.clocks["b"]
+    assert clock.ready and d.models["b"]["clock"]["samples"] == clock.samples and d.models["b"]["clock"]["ratio"] == 1.0
+    back = EngineState.from_status(json.loads(json.dumps(s.state.to_status())))
+    assert back.learned.clocks["b"] == clock
+    s.state = replace(s.state, weights={"a": 80, "b": 20})
+    d = s.at(healthy_ms(37.5), rate=300.0, b_extra={**_b_clocked(3.0), "latency_ms": 900.0})
+    ejected = next(e.message for e in d.events if e.reason is Reason.BACKUP_EJECTED)
+    assert ejected.startswith("Eject chat-b from the traffic shifts for 60 s (1 in a row): b's device at 3.00x its "
+                              "usual time per unit of work (> 2.00x), its p99 900 ms > 200 ms at ")
+    assert d.weights["b"] == 0 and s.state.learned.clocks["b"].samples == clock.samples  # the slow tick is not learned
