@@ -11,7 +11,9 @@ from dataclasses import replace
 import pytest
 
 from forescale_operator.engine import EngineState
+from forescale_operator.engine.learning import learn_clock
 from forescale_operator.engine.pod_clock import MIN_SAMPLES, PodClock
+from forescale_operator.engine.types import PoolObservation
 from forescale_operator.phase import Phase
 from forescale_operator.reasons import Reason
 
@@ -85,6 +87,26 @@ def test_a_pool_held_at_one_unit_size_keeps_a_bounded_covariance():
         clock = clock.learn(12, 14.6, 1.0, GATE, DRIFT)
     assert all(math.isfinite(v) for v in clock.p)
     assert clock.ratio(12, 14.6) == pytest.approx(1.0, rel=0.01)
+
+
+# (the pool's ready pods, the ready pods at the last tick, its device time reported, the caller holds it) -> learned
+LEARN = {
+    "a steady fleet reporting device time": ((4, 4, True, False), True),
+    "held by the caller (an incident, a miss, B without a share)": ((4, 4, True, True), False),
+    "the fleet changed since the last tick": ((5, 4, True, False), False),
+    "no ready pod": ((0, 0, True, False), False),
+    "no device time reported": ((4, 4, False, False), False),
+}
+
+
+@pytest.mark.parametrize("case, learned", LEARN.values(), ids=LEARN.keys())
+def test_a_pool_clock_learns_a_sample_only_when_nothing_holds_it(case, learned):
+    ready, before, reported, hold = case
+    pool = PoolObservation(replicas=ready, ready_replicas=ready, rate_rps=40.0, latency_ms=100.0,
+                           **({"service_ms": 8.2, "service_size": 4.0} if reported else {}))
+    clock = learn_clock(None, pool, before, 1.0, hold, PARAMS)
+    assert (clock is not None and clock.samples == 1) == learned
+    assert (clock is None) == (not reported)  # a clock exists once its pods report device time, learned or not
 
 
 # -- what the triggers ask it ---------------------------------------------------
