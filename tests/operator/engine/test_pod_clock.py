@@ -243,6 +243,16 @@ def test_status_shows_the_clock_with_its_numbers(tick):
     assert "clock" not in Scenario(tick).at(healthy_ms(37.5)).models["a"]  # pods that report no device time
 
 
+def test_the_tick_a_clock_starts_reports_a_finite_line(tick):
+    """The first tick with device time creates the clock: status shows it with its own line (JSON has no infinity)."""
+    s = Scenario(tick)
+    s.warm()
+    d = s.at(healthy_ms(37.5), rate=300.0, a_extra=_clocked(37.5))
+    clock = d.models["a"]["clock"]
+    assert clock["ratio"] is None and math.isfinite(clock["line"])
+    json.dumps(d.models, allow_nan=False)
+
+
 @pytest.mark.parametrize("factor, latency, slow_ticks, starts", [
     (2.5, 800.0, 3, True),    # an overload that also slowed the device: the pods changed, the load does not excuse it
     (1.0, 800.0, 3, False),   # an overload at the device's usual speed: answered by pods and B, not the playbook
