@@ -85,19 +85,8 @@ def decide(
         tick.events.append(Event(Reason.FORECAST_SPIKE, "Size for the " + next(
             t.message for t in check.fired if t.kind == triggers.FORECAST)))
 
-    # B out of the shifts while its pods fail the requests they are given (ejection.py). What B was
-    # given is the share in force since the last tick: a reading of B without one is its leftovers'.
-    # B's clock is asked before this tick's sample too, and learns only while B serves a share within its target.
-    given_b = state.weights["b"] > 0
-    clock_b = state.learned.clocks.get("b")
-    speed_b = params.pool_speed(obs.b, precision["b"])
-    device_b = ((clock_b.ratio(obs.b.service_size, obs.b.service_ms, speed_b), clock_b.line(params.gate_sigmas))
-                if clock_b is not None else (None, math.inf))
-    b_over = obs.b.latency_ms is None or obs.b.latency_ms > target
-    clock_b = learning.learn_clock(clock_b, obs.b, state.learned.last_ready.get("b"), speed_b,
-                                   not given_b or b_over, params)
-    b_failing, b_served = ejection.judge(spec, obs, given=given_b, device=device_b)
-    ejected = ejection.advance(state.learned.ejection, b_failing, b_served, now)
+    # B out of the shifts while its pods fail the requests they are given, or its device runs slow (ejection.py).
+    ejected, clock_b, ratio_b = _judge_b(spec, state, obs, precision["b"], now, params)
     b_out = ejected.gate(now)
     if b_out and ejected is not state.learned.ejection:
         tick.events.append(Event(Reason.BACKUP_EJECTED, (
@@ -220,10 +209,28 @@ def decide(
         conditions=conditions(spec, phase, obs, forecast, tick.incident.stage, reasons),
         summary=summary(phase, obs, desired, weights, dem, label, target, reasons, prec_a),
         reasons=reasons,
-        models=_model_reports(models, {"a": (clock, health.clock_ratio), "b": (clock_b, device_b[0])}, target,
+        models=_model_reports(models, {"a": (clock, health.clock_ratio), "b": (clock_b, ratio_b)}, target,
                               precision, stretch, params),
     )
     return preview.wrap(spec, decision, params)
+
+
+def _judge_b(spec: InferenceSpec, state: EngineState, obs: Observations, precision: str, now: float,
+             params: EngineParams) -> tuple[ejection.Ejection, PodClock | None, float | None]:
+    """B's ejection after this tick, B's clock after it, and this tick's ratio to the clock before it.
+
+    What B was given is the share in force since the last tick: a reading of B without one is its
+    leftovers'. Its clock is asked before this tick's sample, as A's is, and learns only from a tick
+    at which B served a share within the target (a late B may already be slow)."""
+    given = state.weights["b"] > 0
+    clock = state.learned.clocks.get("b")
+    speed = params.pool_speed(obs.b, precision)
+    ratio = clock.ratio(obs.b.service_size, obs.b.service_ms, speed) if clock is not None else None
+    line = clock.line(params.gate_sigmas) if clock is not None else math.inf
+    late = obs.b.latency_ms is None or obs.b.latency_ms > spec.slo.target_latency_ms
+    learned = learning.learn_clock(clock, obs.b, state.learned.last_ready.get("b"), speed, not given or late, params)
+    failing, served = ejection.judge(spec, obs, given=given, device=(ratio, line))
+    return ejection.advance(state.learned.ejection, failing, served, now), learned, ratio
 
 
 def _model_reports(models: dict[str, PoolModel], clocks: dict[str, tuple[PodClock | None, float | None]],
