@@ -11,6 +11,11 @@ because PromQL itself uses braces):
 Latency queries give milliseconds; rate queries requests per second; error
 queries a fraction in [0, 1] of requests that failed or were rejected.
 
+The `forescale` and `vllm` presets also give their latency histogram's buckets
+(`latency_buckets`), from which the operator reads the share of requests over
+the SLO target; the others, and a preset whose latency query is overridden,
+give none.
+
 | preset | latency | quantiles? | selects pods by |
 |---|---|---|---|
 | forescale | histogram `forescale_request_duration_seconds{stage="total"}` | yes | `deployment`, `pool` labels |
@@ -45,7 +50,8 @@ import re
 from dataclasses import dataclass, replace
 from string import Template
 
-QUERY_KINDS = ("latency", "rate", "error_rate", "queue_depth", "agreement", "ttft", "service_ms", "service_size")
+QUERY_KINDS = ("latency", "rate", "error_rate", "queue_depth", "agreement", "ttft", "service_ms", "service_size",
+               "latency_buckets")
 _DURATION = re.compile(r"^(\d+(ms|s|m|h|d|w|y))+$")
 _POOLS = ("a", "b")
 #: what a Deployment appends to `<deployment>-<pool>` in its pods' names: the
@@ -79,6 +85,9 @@ class MetricPreset:
     #: the pods' clock: mean device ms per unit of work (a batch, a prefill) and the unit's mean size
     service_ms: str | None = None
     service_size: str | None = None
+    #: the latency histogram's bucket rates by `le` (seconds): the share of requests over the SLO target
+    #: (the operator's error budget) is read from them; a vector, one series per bucket
+    latency_buckets: str | None = None
     #: how `$selector` is built: "labels" (deployment/pool labels) or "pod" (pod name prefix)
     selector: str = "labels"
 
@@ -164,6 +173,7 @@ FORESCALE = MetricPreset(
                 " / sum(rate(forescale_batch_size_count{$selector}[$window]))"),
     service_size=("sum(rate(forescale_batch_size_sum{$selector}[$window]))"
                   " / sum(rate(forescale_batch_size_count{$selector}[$window]))"),
+    latency_buckets='sum by (le) (rate(forescale_request_duration_seconds_bucket{$selector,stage="total"}[$window]))',
     yields_quantiles=True,
 )
 
@@ -183,6 +193,7 @@ VLLM = MetricPreset(
                 ' / sum(rate({__name__="vllm:request_prefill_time_seconds_count",$selector}[$window]))'),
     service_size=('sum(rate({__name__="vllm:prompt_tokens_total",$selector}[$window]))'
                   ' / sum(rate({__name__="vllm:request_prefill_time_seconds_count",$selector}[$window]))'),
+    latency_buckets='sum by (le) (rate({__name__="vllm:e2e_request_latency_seconds_bucket",$selector}[$window]))',
     yields_quantiles=True,
     selector="pod",
 )
@@ -239,6 +250,9 @@ def get_preset(name: str, *, latency_query: str = "", rate_query: str = "") -> M
         preset = PRESETS[name]
     except KeyError:
         raise ValueError(f"unknown metrics preset {name!r}; choose one of {', '.join(PRESET_NAMES)}") from None
-    # a preset may still have its queries overridden one by one
-    changes = {k: v for k, v in (("latency", latency_query), ("rate", rate_query)) if v}
+    # a preset may still have its queries overridden one by one; the histogram's buckets belong to the
+    # latency it replaced, not to the user's query, so an overridden latency has none
+    changes: dict[str, str | None] = {k: v for k, v in (("latency", latency_query), ("rate", rate_query)) if v}
+    if latency_query:
+        changes["latency_buckets"] = None
     return replace(preset, **changes) if changes else preset

@@ -163,6 +163,22 @@ class PrometheusSource:
                     continue
         return out
 
+    def buckets(self, namespace: str, deployment: str, pool: str | None = None, *, window: str = "1m") -> list[tuple[float, float]]:
+        """The latency histogram's `(le, requests per second at or under le)` pairs now (`le` in seconds, the
+        last one inf), or [] where the preset has no histogram or Prometheus holds no series for it."""
+        query = self.preset.query("latency_buckets", namespace=namespace, deployment=deployment, pool=pool, window=window)
+        if not query:
+            return []
+        result = self._call(lambda: self._client.custom_query(query=query), query)
+        pairs = []
+        for series in result or []:
+            le = (series.get("metric") or {}).get("le") if isinstance(series, dict) else None
+            sample = series.get("value") if isinstance(series, dict) else None
+            if le is None or not isinstance(sample, (list, tuple)) or len(sample) != 2:
+                raise MetricsUnavailable(f"Prometheus at {self.url} returned a series without a bucket bound for {query!r}")
+            pairs.append((self._number(le, query), self._number(sample[1], query)))
+        return sorted(pairs)
+
     def _min_of(self, query: str) -> float:
         result = self._call(lambda: self._client.custom_query(query=query), query)
         values = [self._number(s.get("value", [None, None])[1], query) for s in result or []]

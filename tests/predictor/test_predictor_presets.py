@@ -105,3 +105,18 @@ def test_custom_preset_errors():
 
 def test_preset_names():
     assert PRESET_NAMES == ("forescale", "vllm", "triton", "torchserve", "custom")
+
+
+@pytest.mark.parametrize("name, latency_query, has_buckets", [
+    ("forescale", "", True),
+    ("vllm", "", True),
+    ("triton", "", False),       # a mean from counters: no histogram
+    ("torchserve", "", False),
+    ("forescale", "1000 * avg(my_latency{$selector})", False),  # the buckets belong to the latency it replaced
+])
+def test_the_histogram_buckets_come_with_the_presets_own_latency(name, latency_query, has_buckets):
+    preset = get_preset(name, latency_query=latency_query)
+    query = preset.query("latency_buckets", namespace="ml", deployment="chat", pool="a", window="1m")
+    assert (query is not None) == has_buckets
+    if query:
+        assert query.startswith("sum by (le) (rate(") and "_bucket" in query

@@ -110,6 +110,22 @@ def test_preset_reads_its_exporters_exposition(tmp_path, preset, pool):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.parametrize("pool", ["a", None])
+def test_vllm_histogram_buckets_come_one_series_per_bound(tmp_path, pool):
+    """The operator reads the share of requests over the SLO from these (one series per `le`, +Inf included)."""
+    bounds = {labels["le"] for name, labels, _, _ in _samples("vllm") if name == "vllm:e2e_request_latency_seconds_bucket"}
+    query = PRESETS["vllm"].query("latency_buckets", namespace="ml", deployment="chat", pool=pool, window="5m")
+    assert "+Inf" in bounds
+    tests = [{"expr": f"count({query})", "eval_time": f"{MINUTES}m", "exp_samples": [{"labels": "{}", "value": len(bounds)}]}]
+    (tmp_path / "rules.yml").write_text("groups: []\n")
+    (tmp_path / "test.yml").write_text(yaml.safe_dump({
+        "rule_files": ["rules.yml"], "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": _series("vllm"), "promql_expr_test": tests}],
+    }, width=1000))
+    result = subprocess.run(["promtool", "test", "rules", "test.yml"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_vllm_latency_buckets_start_at_300_ms_as_the_preset_warns():
     buckets = sorted(float(labels["le"]) for name, labels, _, _ in _samples("vllm")
                      if name == "vllm:e2e_request_latency_seconds_bucket" and labels["le"] != "+Inf")

@@ -37,6 +37,9 @@ class MetricSample:
     pools: dict[str, PoolSample] = field(default_factory=dict)
     latency_ms: float | None = None
     rate_rps: float | None = None
+    #: share 0..1 of the requests over the SLO target, rejected and failed included (slo_share.py);
+    #: None without a latency histogram or without requests
+    over_slo_fraction: float | None = None
     error: str | None = None
     queries: int = 0
 

@@ -52,6 +52,10 @@ BASE_QUERIES: dict[str, tuple[str, bool]] = {
 #: the values every resource needs: an empty answer to one of these is "no series", never a skip
 REQUIRED = ("rate_pool", "rate_total")
 
+#: the latency histogram's buckets per pool, one series per bound `le`: the share of requests over each
+#: resource's SLO target is read from them (slo_share.py), so no target enters the query
+BUCKETS = (f'sum by ({_BY_POOL}, le) (rate(forescale_request_duration_seconds_bucket{{stage="total"}}[$window]))')
+
 _LATENCY = '1000 * histogram_quantile({q}, sum by ({by}, le) (rate(forescale_request_duration_seconds_bucket{{stage="total"}}[$window])))'
 
 
@@ -78,6 +82,29 @@ def latency_queries(quantile: float, window: str) -> dict[str, str]:
         "latency_pool": _LATENCY.format(q=repr(q), by=_BY_POOL).replace("$window", w),
         "latency_total": _LATENCY.format(q=repr(q), by=_BY_RESOURCE).replace("$window", w),
     }
+
+
+def buckets_query(window: str) -> str:
+    """The grouped query of the latency histogram's buckets per pool."""
+    return BUCKETS.replace("$window", check_window(window))
+
+
+def parse_buckets(result: Any, *, where: str) -> dict[tuple[str, ...], list[tuple[float, float]]]:
+    """The buckets' answer as {(namespace, deployment, pool): [(le, value), ...]}; series without a pool of
+    a/b, a resource's labels or a bound are ignored, as `parse_vector` ignores them."""
+    out: dict[tuple[str, ...], list[tuple[float, float]]] = {}
+    for series in result or []:
+        labels = series.get("metric") if isinstance(series, dict) else None
+        le = labels.get("le") if isinstance(labels, dict) else None
+        if le is None:
+            continue
+        try:
+            bound = float(le)
+        except (TypeError, ValueError):
+            raise MetricsUnavailable(f"{where}: bucket bound {le!r} is not a number") from None
+        for key, value in parse_vector([series], pooled=True, where=where).items():
+            out.setdefault(key, []).append((bound, value))
+    return out
 
 
 def by_pool(kind: str) -> bool:

@@ -49,4 +49,5 @@ def build_observations(sample: MetricSample, a: PoolState, b: PoolState) -> Obse
         metrics_available=sample.available,
         latency_ms=sample.latency_ms,
         rate_rps=sample.rate_rps,
+        over_slo_fraction=sample.over_slo_fraction,
     )

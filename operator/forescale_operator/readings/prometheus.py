@@ -16,6 +16,7 @@ from forescale_predictor.prometheus_source import OPTIONAL_KINDS, PrometheusSour
 
 from forescale_operator.spec import InferenceSpec
 
+from . import slo_share
 from .base import MetricSample, PoolSample
 from .grouped_queries import finite
 
@@ -34,9 +35,11 @@ def _queries_per_call(preset: MetricPreset) -> int:
 
 
 class PrometheusMetricSource:
-    """Six to twenty-one instant queries per resource per tick: per pool and over
+    """Six to twenty-three instant queries per resource per tick: per pool and over
     both pools, latency and rate, and errors, queue, agreement and the pods'
-    clock (device time per unit of work, unit size) where the preset has them."""
+    clock (device time per unit of work, unit size) where the preset has them;
+    and per pool the latency histogram's buckets, for the share of requests over
+    the SLO target (slo_share.py)."""
 
     name = "prometheus"
 
@@ -57,9 +60,12 @@ class PrometheusMetricSource:
 
     def sample(self, namespace: str, name: str, spec: InferenceSpec, now: float) -> MetricSample:
         source = self._source(spec)
-        per_call = _queries_per_call(preset_for(spec))
+        preset = preset_for(spec)
+        per_call = _queries_per_call(preset)
         q = spec.slo.quantile
+        target_s = spec.slo.target_latency_ms / 1000.0
         pools: dict[str, PoolSample] = {}
+        shares: list[tuple[float | None, float | None]] = []
         queries = 0
         try:
             for pool in ("a", "b"):
@@ -84,6 +90,10 @@ class PrometheusMetricSource:
                     service_ms=finite(values.get("service_ms")),
                     service_size=finite(values.get("service_size")),
                 )
+                if preset.latency_buckets:
+                    queries += 1
+                    buckets = source.buckets(namespace, name, pool, window=self.window)
+                    shares.append((slo_share.over_target(buckets, target_s, pools[pool].error_rate), pools[pool].rate_rps))
             overall = source.current(namespace, name, None, quantile=q, window=self.window)
             queries += per_call
         except MetricsUnavailable as exc:
@@ -94,5 +104,6 @@ class PrometheusMetricSource:
             pools=pools,
             latency_ms=finite(overall.get(LATENCY_MS)),
             rate_rps=finite(overall.get(RATE)),
+            over_slo_fraction=slo_share.weighted(shares),
             queries=queries,
         )

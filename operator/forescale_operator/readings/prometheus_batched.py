@@ -36,6 +36,7 @@ from forescale_predictor.errors import MetricsUnavailable
 from forescale_operator.spec import InferenceSpec
 
 from . import grouped_queries as gq
+from . import slo_share
 from .base import MetricSample, PoolSample
 from .prometheus import DEFAULT_WINDOW, PrometheusMetricSource
 
@@ -57,6 +58,8 @@ class Batch:
     started: float
     tables: dict[str, dict[tuple[str, ...], float]] = field(default_factory=dict)
     latency: dict[float, dict[str, dict[tuple[str, ...], float]]] = field(default_factory=dict)
+    #: the latency histogram's buckets per pool: [(le, requests per second at or under it), ...]
+    buckets: dict[tuple[str, ...], list[tuple[float, float]]] = field(default_factory=dict)
     error: str | None = None
 
 
@@ -96,7 +99,7 @@ class BatchedPrometheusMetricSource:
         batch, sent = self._fresh(quantile, min(self.max_age, self.fraction * step), STALE_STEPS * step)
         if batch.error is not None:
             return MetricSample(time=now, available=False, error=batch.error, queries=sent)
-        return _read(batch, quantile, namespace, name, now, sent, self.url)
+        return _read(batch, quantile, spec.slo.target_latency_ms / 1000.0, namespace, name, now, sent, self.url)
 
     # -- answers -------------------------------------------------------------
 
@@ -149,6 +152,14 @@ class BatchedPrometheusMetricSource:
                     batch.error = str(exc)
                     break
                 batch.tables[kind] = {}  # optional values (queue, agreement, errors) may be missing
+        if batch.error is None:
+            sent += 1
+            query = gq.buckets_query(self.window)
+            try:
+                batch.buckets = gq.parse_buckets(self._answer(query), where=f"Prometheus at {self.url} ({query!r})")
+            except MetricsUnavailable as exc:
+                if _unreachable(exc):
+                    batch.error = str(exc)  # optional otherwise: without buckets, no share over the SLO
         return batch, sent
 
     def _fetch_latency(self, batch: Batch, quantile: float) -> int:
@@ -165,14 +176,15 @@ class BatchedPrometheusMetricSource:
         return sent
 
     def _vector(self, query: str, *, pooled: bool) -> dict[tuple[str, ...], float]:
-        where = f"Prometheus at {self.url} ({query!r})"
+        return gq.parse_vector(self._answer(query), pooled=pooled, where=f"Prometheus at {self.url} ({query!r})")
+
+    def _answer(self, query: str) -> Any:
         try:
-            result = self._connect().custom_query(query=query)
+            return self._connect().custom_query(query=query)
         except MetricsUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - every client failure becomes "unavailable" with its reason
             raise MetricsUnavailable(_describe(exc, self.url, self.timeout, query)) from None
-        return gq.parse_vector(result, pooled=pooled, where=where)
 
     def _connect(self) -> Any:
         if self._client is None:
@@ -196,7 +208,8 @@ def batchable(spec: InferenceSpec) -> bool:
     return m.preset == "forescale" and not m.latency_query and not m.rate_query
 
 
-def _read(batch: Batch, quantile: float, namespace: str, name: str, now: float, sent: int, url: str) -> MetricSample:
+def _read(batch: Batch, quantile: float, target_s: float, namespace: str, name: str, now: float, sent: int,
+          url: str) -> MetricSample:
     latency = batch.latency[quantile]
     total = (namespace, name)
     if total not in batch.tables["rate_total"] or total not in latency["latency_total"]:
@@ -205,6 +218,7 @@ def _read(batch: Batch, quantile: float, namespace: str, name: str, now: float, 
             error=f"Prometheus at {url} has no forescale_* series for {namespace}/{name} (no model-server pod scraped yet?)",
         )
     pools: dict[str, PoolSample] = {}
+    shares: list[tuple[float | None, float | None]] = []
     for pool in ("a", "b"):
         key = (namespace, name, pool)
         if key not in batch.tables["rate_pool"] or key not in latency["latency_pool"]:
@@ -219,10 +233,13 @@ def _read(batch: Batch, quantile: float, namespace: str, name: str, now: float, 
             service_ms=gq.finite(batch.tables["service_ms_pool"].get(key)),
             service_size=gq.finite(batch.tables["service_size_pool"].get(key)),
         )
+        if key in batch.buckets:
+            shares.append((slo_share.over_target(batch.buckets[key], target_s, pools[pool].error_rate), pools[pool].rate_rps))
     return MetricSample(
         time=now, available=True, pools=pools, queries=sent,
         latency_ms=gq.finite(latency["latency_total"][total]),
         rate_rps=gq.finite(batch.tables["rate_total"][total]),
+        over_slo_fraction=slo_share.weighted(shares),
     )
 
 

@@ -54,9 +54,13 @@ def test_noop_is_unavailable_with_a_reason():
 class FakeSource:
     """Stands in for forescale_predictor's PrometheusSource: answers per pool from a table."""
 
-    def __init__(self, answers):
+    def __init__(self, answers, buckets=None):
         self.answers = answers
+        self.bucket_answers = buckets or {}
         self.calls = []
+
+    def buckets(self, namespace, deployment, pool, *, window):
+        return self.bucket_answers.get(pool, [])
 
     def current(self, namespace, deployment, pool, *, quantile, window):
         self.calls.append((namespace, deployment, pool, quantile))
@@ -100,3 +104,30 @@ def test_observations_join_api_and_metrics():
     obs = build_observations(sample, PoolState(3, 2, "fp16", 12.0), PoolState(1, 1, "int8"))
     assert (obs.a.replicas, obs.a.ready_replicas, obs.a.latency_ms, obs.a.queue_depth, obs.a.startup_seconds) == (3, 2, 300.0, 4.0, 12.0)
     assert (obs.b.precision, obs.rate_rps, obs.latency_ms, obs.metrics_available) == ("int8", 51.0, 290.0, True)
+
+
+#: a pool's histogram: 10 req/s served, 6 within 0.1 s, 9 within 0.3 s (the target, 200 ms, inside that bucket)
+HISTOGRAM = [(0.1, 6.0), (0.3, 9.0), (float("inf"), 10.0)]
+
+
+@pytest.mark.parametrize("buckets, errors, expected", [
+    ({"a": HISTOGRAM}, 0.0, 0.25),                         # 6 + 3 x (0.1 / 0.2) = 7.5 of 10 within: 25% over
+    ({"a": HISTOGRAM}, 0.2, 0.2 + 0.8 * 0.25),             # the failed are over whatever their time
+    ({"a": HISTOGRAM, "b": [(0.1, 5.0), (float("inf"), 5.0)]}, 0.0, (0.25 * 20 + 0.0 * 5) / 25),  # weighted by rate
+    ({}, 0.0, None),                                       # no histogram series: no share (the budget holds)
+])
+def test_the_share_over_the_slo_is_read_from_each_pools_histogram(buckets, errors, expected):
+    fake = FakeSource({"a": {"latency_ms": 80.0, "rate": 20.0, "error_rate": errors}, "b": {"latency_ms": 40.0, "rate": 5.0},
+                       None: {"latency_ms": 75.0, "rate": 25.0}}, buckets)
+    sample = PrometheusMetricSource("http://p:9090", source_factory=lambda *a, **k: fake).sample("ml", "chat", _spec(), 5.0)
+    assert sample.over_slo_fraction == (None if expected is None else pytest.approx(expected))
+    obs = build_observations(sample, PoolState(3, 2, "fp16", 12.0), PoolState(1, 1, "int8"))
+    assert obs.over_slo_fraction == sample.over_slo_fraction
+
+
+def test_a_preset_without_a_histogram_reads_no_share_and_sends_no_bucket_query():
+    fake = FakeSource({"a": {"latency_ms": 80.0, "rate": 20.0}, "b": {"latency_ms": 40.0, "rate": 5.0},
+                       None: {"latency_ms": 75.0, "rate": 25.0}}, {"a": HISTOGRAM})
+    spec = _spec(preset="triton")
+    sample = PrometheusMetricSource("http://p:9090", source_factory=lambda *a, **k: fake).sample("ml", "chat", spec, 5.0)
+    assert sample.available and sample.over_slo_fraction is None

@@ -17,8 +17,8 @@ from forescale_operator.spec import parse_spec
 TEMPLATE = {"spec": {"containers": [{"name": "server", "image": "forescale/server:dev"}]}}
 
 
-#: one round of queries: every grouped base kind and the two latency queries of one quantile
-ROUND = len(gq.BASE_QUERIES) + 2
+#: one round of queries: every grouped base kind, the histogram's buckets and the two latency queries of one quantile
+ROUND = len(gq.BASE_QUERIES) + 1 + 2
 
 def _spec(quantile=0.99, step=15, **metrics):
     return parse_spec({
@@ -61,13 +61,14 @@ class FakeClient:
         self.fail = fail
         self.queries: list[str] = []
         self._kinds = {text: kind for kind, text in gq.base_queries("30s").items()}
+        self._kinds[gq.buckets_query("30s")] = "buckets"
 
     def custom_query(self, query):
         self.queries.append(query)
         if self.fail is not None:
             raise self.fail
         kind = self._kinds.get(query) or ("latency_pool" if "pool, le" in query else "latency_total")
-        return self.world[kind]
+        return self.world.get(kind, [])
 
 
 class Clock:
@@ -295,3 +296,27 @@ def test_answers_older_than_two_steps_make_readers_wait_for_a_fresh_round():
     source.sample("ml", "chat", _spec(step=3), clock.now)
     clock.now += 6.5  # more than two 3 s steps: nothing usable, this reader fetches before it reads
     assert source.sample("ml", "chat", _spec(step=3), clock.now).queries == ROUND
+
+
+def _bucket(le, value, pool="a", deployment="chat"):
+    series = _series(value, deployment=deployment, pool=pool)
+    series["metric"]["le"] = le
+    return series
+
+
+def test_the_share_over_the_slo_comes_from_the_grouped_histogram():
+    """ml/chat's pool a: 20 req/s, 1% failed; 12 served within 0.1 s, 18 within 0.3 s, 20 in all (the
+    target, 200 ms, halfway through that bucket: 15 within). Pool b serves all 5 within 0.1 s. The
+    resource's share is the pools' weighted by rate; ml/new has no histogram series, so no share."""
+    world = dict(WORLD, buckets=[_bucket("0.1", 12.0), _bucket("0.3", 18.0), _bucket("+Inf", 20.0),
+                                 _bucket("0.1", 5.0, pool="b"), _bucket("+Inf", 5.0, pool="b")])
+    source = _source(FakeClient(world))
+    share_a = 0.01 + 0.99 * (1 - 15.0 / 20.0)
+    assert source.sample("ml", "chat", _spec(), 0.0).over_slo_fraction == pytest.approx(share_a * 20 / 25)
+    assert source.sample("ml", "new", _spec(), 0.0).over_slo_fraction is None
+
+
+def test_a_malformed_bucket_bound_leaves_the_share_unknown_and_the_rest_readable():
+    world = dict(WORLD, buckets=[_bucket("fast", 12.0)])
+    sample = _source(FakeClient(world)).sample("ml", "chat", _spec(), 0.0)
+    assert sample.available and sample.over_slo_fraction is None and sample.rate_rps == 25.0

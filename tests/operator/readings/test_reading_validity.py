@@ -34,6 +34,9 @@ class _Source:
     def current(self, namespace, name, pool, *, quantile, window):
         return {"latency_ms": 80.0, "rate": self.value, "error_rate": 0.0, "queue_depth": 0.0, "agreement": 0.99}
 
+    def buckets(self, namespace, name, pool, *, window):
+        return [(0.1, 1.0), (float("inf"), 1.0)]
+
 
 @pytest.mark.parametrize("rate", [-50.0, math.nan, -1.0])
 def test_per_resource_path_holds_a_negative_rate_as_unknown(example, rate):
