@@ -22,8 +22,8 @@ there at 93% of its capacity in 6 of the frontier's 144 cases (349 -> 348 goals)
 A's does: a queue makes requests wait, not the device slower. A B 3x slower per unit that fails
 nothing (Mooncake at 10x, 10 minutes) took the overload shifts at 440 violation s, 340 with the
 clock (290 without the slowdown, the HPA 130); 2x slower, 360 -> 300. With A 2.5x slower as well,
-three of four cases gained (Mooncake, B 3x: 620 -> 410 s) and one lost (Mooncake, B 2x: 390 -> 470 s, its
-clock at 2.01x: the split's 30% went back to A at once). The frontier's 144 cases and
+Mooncake with B 3x went 620 -> 400 s and m-mid with B 2x 520 -> 420; Mooncake with B 2x, 390 -> 400
+(its clock at 2.01x: the split's 30% went back to A at once; docs/engine.md section 4b). The frontier's 144 cases and
 `bench.unseen_traffic` did not move (349 goals; 55, 28 and 22 of 56): no healthy B was ejected.
 One tick is enough, where A's device trigger waits for `breach_ticks`: B's share is the engine's to
 give, and a shift withheld for 60 s costs what an overload shift would have saved, not a playbook.

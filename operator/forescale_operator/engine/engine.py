@@ -86,7 +86,7 @@ def decide(
             t.message for t in check.fired if t.kind == triggers.FORECAST)))
 
     # B out of the shifts while its pods fail the requests they are given, or its device runs slow (ejection.py).
-    ejected, clock_b, ratio_b = _judge_b(spec, state, obs, precision["b"], now, params)
+    ejected, clock_b, device_b = _judge_b(spec, state, obs, models["b"], precision["b"], now, params)
     b_out = ejected.gate(now)
     if b_out and ejected is not state.learned.ejection:
         tick.events.append(Event(Reason.BACKUP_EJECTED, (
@@ -209,39 +209,53 @@ def decide(
         conditions=conditions(spec, phase, obs, forecast, tick.incident.stage, reasons),
         summary=summary(phase, obs, desired, weights, dem, label, target, reasons, prec_a),
         reasons=reasons,
-        models=_model_reports(models, {"a": (clock, health.clock_ratio), "b": (clock_b, ratio_b)}, target,
+        models=_model_reports(models, {"a": (clock, health.clock_ratio, health.clock_line), "b": (clock_b, *device_b)}, target,
                               precision, stretch, params),
     )
     return preview.wrap(spec, decision, params)
 
 
-def _judge_b(spec: InferenceSpec, state: EngineState, obs: Observations, precision: str, now: float,
-             params: EngineParams) -> tuple[ejection.Ejection, PodClock | None, float | None]:
-    """B's ejection after this tick, B's clock after it, and this tick's ratio to the clock before it.
+def _judge_b(spec: InferenceSpec, state: EngineState, obs: Observations, model: PoolModel, precision: str, now: float,
+             params: EngineParams) -> tuple[ejection.Ejection, PodClock | None, tuple[float | None, float]]:
+    """B's ejection after this tick, B's clock after it, and this tick's ratio to the clock before it
+    with that clock's line.
 
     What B was given is the share in force since the last tick: a reading of B without one is its
-    leftovers'. Its clock is asked before this tick's sample, as A's is, and learns only from a tick
-    at which B served a share within the target (a late B may already be slow)."""
+    leftovers'. Its clock is asked before this tick's sample, as A's is, but not at a tick its fleet
+    changed (new pods' first batches run cold). It learns as A's does: from a tick B served a share
+    with the same fleet, unless B was over the target at a load its model says it carries (a late B
+    there may already be slow). B over the target in an overload is taken: a queue makes requests
+    wait, not the device slower, and those ticks' larger batches are the sizes B is asked at when a
+    shift overloads it (a line learned from one batch size n0 starts as half fixed, half per item,
+    and reads 2n / (n0 + n) at size n on a healthy device: 1.3x at twice n0, 1.9x at 16 times)."""
+    b = obs.b
     given = state.weights["b"] > 0
     clock = state.learned.clocks.get("b")
-    speed = params.pool_speed(obs.b, precision)
-    ratio = clock.ratio(obs.b.service_size, obs.b.service_ms, speed) if clock is not None else None
+    speed = params.pool_speed(b, precision)
+    steady = b.ready_replicas > 0 and b.ready_replicas == state.learned.last_ready.get("b")
+    ratio = clock.ratio(b.service_size, b.service_ms, speed) if clock is not None and steady else None
     line = clock.line(params.gate_sigmas) if clock is not None else math.inf
-    late = obs.b.latency_ms is None or obs.b.latency_ms > spec.slo.target_latency_ms
-    learned = learning.learn_clock(clock, obs.b, state.learned.last_ready.get("b"), speed, not given or late, params)
+    target = spec.slo.target_latency_ms
+    late = b.latency_ms is None or not math.isfinite(b.latency_ms) or b.latency_ms > target
+    per_pod = b.rate_rps / b.ready_replicas if b.ready_replicas and b.rate_rps is not None else None
+    overloaded = per_pod is not None and per_pod > model.capacity(target, speed, health=1.0)
+    learned = learning.learn_clock(clock, b, state.learned.last_ready.get("b"), speed,
+                                   not given or (late and not overloaded), params)
     failing, served = ejection.judge(spec, obs, given=given, device=(ratio, line))
-    return ejection.advance(state.learned.ejection, failing, served, now), learned, ratio
+    return ejection.advance(state.learned.ejection, failing, served, now), learned, (ratio, line)
 
 
-def _model_reports(models: dict[str, PoolModel], clocks: dict[str, tuple[PodClock | None, float | None]],
+def _model_reports(models: dict[str, PoolModel], clocks: dict[str, tuple[PodClock | None, float | None, float]],
                    target: float, precision: dict[str, str], stretch: float, params: EngineParams) -> dict[str, dict]:
-    """`Decision.models`: each pool's fitted latency model, A's stretch, and each pool's clock with this
-    tick's ratio to it under `clock`."""
+    """`Decision.models`: each pool's fitted latency model, A's stretch, and each pool's clock under
+    `clock`, with this tick's ratio and the line it was judged against (a clock that starts at this
+    tick was judged against none: its own line is shown)."""
     out: dict[str, dict] = {p: learning.summary(models[p], target, params.speed(precision[p]), params) for p in ("a", "b")}
     out["a"]["stretch"] = round(stretch, 3)
-    for pool, (clock, ratio) in clocks.items():
+    for pool, (clock, ratio, line) in clocks.items():
         if clock is not None:
-            out[pool]["clock"] = learning.clock_summary(clock, ratio, clock.line(params.gate_sigmas))
+            shown = line if math.isfinite(line) else clock.line(params.gate_sigmas)
+            out[pool]["clock"] = learning.clock_summary(clock, ratio, shown)
     return out
 
 

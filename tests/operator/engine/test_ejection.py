@@ -183,4 +183,31 @@ def test_bs_clock_learns_while_it_serves_a_share_and_a_slow_b_is_ejected(tick):
     ejected = next(e.message for e in d.events if e.reason is Reason.BACKUP_EJECTED)
     assert ejected.startswith("Eject chat-b from the traffic shifts for 60 s (1 in a row): b's device at 3.00x its "
                               "usual time per unit of work (> 2.00x), its p99 900 ms > 200 ms at ")
-    assert d.weights["b"] == 0 and s.state.learned.clocks["b"].samples == clock.samples  # the slow tick is not learned
+    assert d.weights["b"] == 0 and s.state.learned.clocks["b"] == clock  # the slow tick is not learned, nor gated
+
+
+def _b_warm(tick):
+    s = Scenario(tick)
+    s.warm()
+    for _ in range(5):
+        s.state = replace(s.state, weights={"a": 80, "b": 20})
+        s.at(healthy_ms(37.5), rate=300.0, b_extra=_b_clocked())
+    s.state = replace(s.state, weights={"a": 80, "b": 20})
+    return s
+
+
+def test_bs_device_is_not_asked_at_a_tick_its_fleet_changed(tick):
+    """New pods' first batches run cold: a slow reading then ejects nothing, and is not learned."""
+    s = _b_warm(tick)
+    clock = s.state.learned.clocks["b"]
+    d = s.at(healthy_ms(37.5), rate=300.0, b=(3, 3), b_extra={**_b_clocked(3.0), "latency_ms": 900.0})
+    assert Reason.BACKUP_EJECTED not in reasons(d) and d.models["b"]["clock"]["ratio"] is None
+    assert s.state.learned.clocks["b"] == clock
+
+
+def test_bs_clock_learns_an_overload_tick_over_the_target_as_as_does(tick):
+    """B over the target at a load past its model's capacity: a queue, not a slower device, so the tick is a sample."""
+    s = _b_warm(tick)
+    before = s.state.learned.clocks["b"].samples
+    s.at(healthy_ms(37.5), rate=3000.0, b_extra={**_b_clocked(), "latency_ms": 900.0})  # 20% of 3,000 on 2 B pods
+    assert s.state.learned.clocks["b"].samples == before + 1
