@@ -21,6 +21,8 @@ from forescale_devcluster.arrivals import RateProfile
 from forescale_devcluster.demo_scenario import DemoSettings, demo_resource
 from forescale_devcluster.demo_stack import DemoStack, StackSettings, prometheus_available, wait_until
 from forescale_devcluster.loadgen import LoadGenerator
+from forescale_operator.readings import make_metric_source
+from forescale_operator.spec import parse_spec
 
 pytestmark = [
     pytest.mark.slow,
@@ -90,6 +92,11 @@ def test_incident_cutback_restart_and_prometheus_outage(tmp_path):
             wait_until(lambda: _condition(stack, "MetricsAvailable") == "True" and _status(stack).get("forecast"), 60, 1.0,
                        "metrics and a first forecast")
             assert "EmergencyStarted" not in _reasons(stack)
+            # The error budget's reading, by the operator's own reader from this Prometheus: the servers'
+            # histogram gives a share over the SLO (the stretch and the burn-rate trigger read it).
+            spec = parse_spec(demo_resource(settings, stack.settings.namespace)["spec"])
+            sample = make_metric_source(spec, stack.prometheus.url).sample(stack.settings.namespace, NAME, spec, time.time())
+            assert sample.available and sample.over_slo_fraction is not None and 0.0 <= sample.over_slo_fraction < 0.5
 
             # The incident: every A server 2.5x slower for 40 s (through the fault API).
             for url in stack.pod_urls(NAME, "a"):
