@@ -5,7 +5,7 @@ healthy answers come from `latency_ms` / `rate`; `mode` switches to a fault:
 
 | mode | answer |
 |---|---|
-| ok | one sample per query, by what the query asks for |
+| ok | one sample per query, by what the query asks for (a histogram's buckets: one per bound) |
 | nan | `"NaN"` as every value |
 | negative | `-50` as every value (a broken exporter) |
 | negative-rate | `-50` for the rates, the rest as healthy |
@@ -103,8 +103,21 @@ class FakePrometheus:
             return 0.99
         return self.rate if not pool_b else 0.0
 
+    def _buckets(self, query: str, now: float, value: str | None = None) -> list[dict]:
+        """A latency histogram's buckets (every request within 0.1 s), one series per bound, per resource and
+        pool for the grouped query; `value` overrides every bucket's rate (a fault)."""
+        def series(labels: dict, pool: str | None) -> list[dict]:
+            rate = value if value is not None else repr(self.value_for(query.replace("_bucket", ""), pool))
+            return [{"metric": {**labels, "le": le}, "value": [now, rate]} for le in ("0.1", "+Inf")]
+        if "by (namespace, deployment, pool, le" in query:
+            return [s for ns, name in self.resources for pool in ("a", "b")
+                    for s in series({"namespace": ns, "deployment": name, "pool": pool}, pool)]
+        return series({}, None)
+
     def _grouped(self, query: str, now: float) -> list[dict] | None:
         """The answer to a grouped query, or None for a per-resource one."""
+        if "_bucket" in query and "histogram_quantile" not in query:
+            return self._buckets(query, now)
         if "by (namespace, deployment, pool" in query:
             return [{"metric": {"namespace": ns, "deployment": name, "pool": pool},
                      "value": [now, repr(self.value_for(query, pool))]}
@@ -134,6 +147,8 @@ class FakePrometheus:
             result = {"metric": labels, "value": [now, "1"]}
         elif mode == "two-series":
             result = [{"metric": labels, "value": [now, "1"]}, {"metric": {**labels, "pool": "b"}, "value": [now, "2"]}]
+        elif "_bucket" in query and "histogram_quantile" not in query:  # the histogram's buckets, one series per bound
+            result = self._buckets(query, now, {"nan": "NaN", "not-a-number": "abc", "negative": "-50"}.get(mode))
         else:
             value = {"nan": "NaN", "not-a-number": "abc", "negative": "-50"}.get(mode, repr(self.value_for(query)))
             if mode == "negative-rate" and "histogram_quantile" not in query and "code=~" not in query \

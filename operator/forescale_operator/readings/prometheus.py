@@ -58,6 +58,19 @@ class PrometheusMetricSource:
             self._sources[key] = self._factory(self.url, preset, timeout=self.timeout, retries=0)
         return self._sources[key]
 
+    def _share(self, source: Any, namespace: str, name: str, pool: str, target_s: float,
+               error_rate: float | None) -> float | None:
+        """A pool's share of requests over the target (None when its histogram cannot be read: the share is
+        optional, and an answer the other queries parsed is not made unavailable by it). Prometheus
+        unreachable is re-raised, as the pools' values do."""
+        try:
+            buckets = source.buckets(namespace, name, pool, window=self.window)
+        except MetricsUnavailable as exc:
+            if "cannot reach" in str(exc) or "did not answer" in str(exc):
+                raise
+            return None
+        return slo_share.over_target(buckets, target_s, error_rate)
+
     def sample(self, namespace: str, name: str, spec: InferenceSpec, now: float) -> MetricSample:
         source = self._source(spec)
         preset = preset_for(spec)
@@ -92,8 +105,8 @@ class PrometheusMetricSource:
                 )
                 if preset.latency_buckets:
                     queries += 1
-                    buckets = source.buckets(namespace, name, pool, window=self.window)
-                    shares.append((slo_share.over_target(buckets, target_s, pools[pool].error_rate), pools[pool].rate_rps))
+                    shares.append((self._share(source, namespace, name, pool, target_s, pools[pool].error_rate),
+                                   pools[pool].rate_rps))
             overall = source.current(namespace, name, None, quantile=q, window=self.window)
             queries += per_call
         except MetricsUnavailable as exc:

@@ -60,7 +60,10 @@ class FakeSource:
         self.calls = []
 
     def buckets(self, namespace, deployment, pool, *, window):
-        return self.bucket_answers.get(pool, [])
+        answer = self.bucket_answers.get(pool, [])
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
     def current(self, namespace, deployment, pool, *, quantile, window):
         self.calls.append((namespace, deployment, pool, quantile))
@@ -131,3 +134,16 @@ def test_a_preset_without_a_histogram_reads_no_share_and_sends_no_bucket_query()
     spec = _spec(preset="triton")
     sample = PrometheusMetricSource("http://p:9090", source_factory=lambda *a, **k: fake).sample("ml", "chat", spec, 5.0)
     assert sample.available and sample.over_slo_fraction is None
+
+
+@pytest.mark.parametrize("failure, available", [
+    (MetricsUnavailable("Prometheus at x returned a series without a bucket bound for 'q'"), True),  # optional: no share
+    (MetricsUnavailable("cannot reach Prometheus at http://p:9090: connection refused"), False),     # down is down
+])
+def test_a_histogram_that_cannot_be_read_leaves_the_share_unknown_unless_prometheus_is_down(failure, available):
+    fake = FakeSource({"a": {"latency_ms": 80.0, "rate": 20.0}, "b": {"latency_ms": 40.0, "rate": 5.0},
+                       None: {"latency_ms": 75.0, "rate": 25.0}}, {"a": failure})
+    sample = PrometheusMetricSource("http://p:9090", source_factory=lambda *a, **k: fake).sample("ml", "chat", _spec(), 5.0)
+    assert sample.available is available and sample.over_slo_fraction is None
+    if available:
+        assert sample.pool("a").rate_rps == 20.0
