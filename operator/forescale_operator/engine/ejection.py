@@ -18,7 +18,7 @@ a changed pod: asked that (before B had a clock), the overload shifts' ordinary 
 ServeGen m-mid at 10x without any incident (250 -> 280 violation s), and with A's slowdown
 (270 -> 310 s); asked at two ticks running, outside incidents only, it still ejected a healthy B
 there at 93% of its capacity in 6 of the frontier's 144 cases (349 -> 348 goals). B's clock
-(pod_clock.py, learned only from ticks B serves a share within its target) tells the two apart, as
+(pod_clock.py, learned from ticks B serves a share, as A's is: engine._judge_b) tells the two apart, as
 A's does: a queue makes requests wait, not the device slower. A B 3x slower per unit that fails
 nothing (Mooncake at 10x, 10 minutes) took the overload shifts at 440 violation s, 340 with the
 clock (290 without the slowdown, the HPA 130); 2x slower, 360 -> 300. With A 2.5x slower as well,

@@ -15,8 +15,9 @@
   with the prior, the evidence that bounds the capacity (latency_model.py).
 - Each pool's clock (pod_clock.py) learns from the device time its pods report
   (`learn_clock`): A's not during an incident, nor while A misses its target at
-  a load its model says it carries; B's only while it serves a share within its
-  target (ejection.py asks it).
+  a load its model says it carries; B's only while it serves a share, and not
+  while it misses its target at a load its model says it carries (ejection.py
+  asks it).
 - Once a pool's fitted capacity departs from the prior by more than
   `contradiction_ratio` after `min_model_samples` samples, one event says the
   pods win over the annotation or load test (rule 1's "bad input").
@@ -97,8 +98,8 @@ def learn_clock(
     that are not their usual: A during an incident, or while it misses its target at a load the
     latency model says it carries (a tick like that may be an incident not yet called: a clock
     learned then, in the first minutes of an operator, took a slowdown for the usual); B without
-    a share since the last tick (its leftovers) or over its target. An overload's ticks are taken:
-    a queue makes requests wait, not the device slower."""
+    a share since the last tick (its leftovers), or over its target at a load its model says it
+    carries. An overload's ticks are taken: a queue makes requests wait, not the device slower."""
     if pool.service_ms is None or pool.service_size is None:
         return clock
     clock = clock or PodClock()

@@ -54,7 +54,7 @@ REQUIRED = ("rate_pool", "rate_total")
 
 #: the latency histogram's buckets per pool, one series per bound `le`: the share of requests over each
 #: resource's SLO target is read from them (slo_share.py), so no target enters the query
-BUCKETS = (f'sum by ({_BY_POOL}, le) (rate(forescale_request_duration_seconds_bucket{{stage="total"}}[$window]))')
+BUCKETS = f'sum by ({_BY_POOL}, le) (rate(forescale_request_duration_seconds_bucket{{stage="total"}}[$window]))'
 
 _LATENCY = '1000 * histogram_quantile({q}, sum by ({by}, le) (rate(forescale_request_duration_seconds_bucket{{stage="total"}}[$window])))'
 

@@ -29,6 +29,12 @@ def preset_for(spec: InferenceSpec) -> MetricPreset:
     return get_preset(m.preset, latency_query=m.latency_query, rate_query=m.rate_query)
 
 
+def unreachable(exc: MetricsUnavailable) -> bool:
+    """Prometheus itself is down or too slow (not: it answered, without the series or with garbage)."""
+    text = str(exc)
+    return "cannot reach" in text or "did not answer" in text
+
+
 def _queries_per_call(preset: MetricPreset) -> int:
     """Instant queries one `current` call sends: latency, rate, and each optional kind the preset has."""
     return 2 + sum(1 for kind in OPTIONAL_KINDS if getattr(preset, kind))
@@ -66,7 +72,7 @@ class PrometheusMetricSource:
         try:
             buckets = source.buckets(namespace, name, pool, window=self.window)
         except MetricsUnavailable as exc:
-            if "cannot reach" in str(exc) or "did not answer" in str(exc):
+            if unreachable(exc):
                 raise
             return None
         return slo_share.over_target(buckets, target_s, error_rate)
@@ -90,7 +96,7 @@ class PrometheusMetricSource:
                     # A pool that has never served (b at 0 weight) has no series; that
                     # is "no traffic", not "Prometheus is down". A refused or timed-out
                     # connection is re-raised by the overall query below.
-                    if "cannot reach" in str(exc) or "did not answer" in str(exc):
+                    if unreachable(exc):
                         raise
                     pools[pool] = PoolSample()
                     continue

@@ -38,7 +38,7 @@ from forescale_operator.spec import InferenceSpec
 from . import grouped_queries as gq
 from . import slo_share
 from .base import MetricSample, PoolSample
-from .prometheus import DEFAULT_WINDOW, PrometheusMetricSource
+from .prometheus import DEFAULT_WINDOW, PrometheusMetricSource, unreachable
 
 #: answers are refreshed after this share of the reader's step...
 DEFAULT_FRACTION = 1 / 2
@@ -148,7 +148,7 @@ class BatchedPrometheusMetricSource:
             try:
                 batch.tables[kind] = self._vector(query, pooled=gq.by_pool(kind))
             except MetricsUnavailable as exc:
-                if kind in gq.REQUIRED or _unreachable(exc):
+                if kind in gq.REQUIRED or unreachable(exc):
                     batch.error = str(exc)
                     break
                 batch.tables[kind] = {}  # optional values (queue, agreement, errors) may be missing
@@ -158,7 +158,7 @@ class BatchedPrometheusMetricSource:
             try:
                 batch.buckets = gq.parse_buckets(self._answer(query), where=f"Prometheus at {self.url} ({query!r})")
             except MetricsUnavailable as exc:
-                if _unreachable(exc):
+                if unreachable(exc):
                     batch.error = str(exc)  # optional otherwise: without buckets, no share over the SLO
         return batch, sent
 
@@ -241,11 +241,6 @@ def _read(batch: Batch, quantile: float, target_s: float, namespace: str, name: 
         rate_rps=gq.finite(batch.tables["rate_total"][total]),
         over_slo_fraction=slo_share.weighted(shares),
     )
-
-
-def _unreachable(exc: MetricsUnavailable) -> bool:
-    text = str(exc)
-    return "cannot reach" in text or "did not answer" in text
 
 
 def _describe(exc: Exception, url: str, timeout: float, query: str) -> str:
